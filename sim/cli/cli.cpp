@@ -1,0 +1,206 @@
+#include "sim/cli/cli.h"
+
+#include <fmt/format.h>
+#include <fmt/ostream.h>
+
+#include <boost/program_options.hpp>
+#include <sstream>
+
+#include "sim/cli/options.h"
+#include "sim/cli/output.h"
+#include "sim/cost_model.h"
+#include "sim/schedules/handcrafted.h"
+#include "sim/simulation.h"
+
+namespace bubblesim::cli {
+
+namespace po = boost::program_options;
+
+namespace {
+
+constexpr const char* kUsage =
+    R"(bubblesim - discrete-event simulator for pipeline-parallel training schedules
+
+usage: bubblesim COMMAND [options]
+
+commands:
+  schedules   list every schedule with its parameters
+  simulate    simulate one schedule (-s NAME) and print its metrics per device
+  compare     simulate several schedules (-s all or -s NAME,NAME) side by side
+
+Run 'bubblesim COMMAND --help' for the options of a command. With no timing options, simulate
+and compare use the zero-bubble paper's 1.5B model at p=8, m=24 (F 18.522, B 18.086, W 9.337,
+comm 0.601 ms).
+)";
+
+// A bad-usage exit: the message is printed as one line.
+struct Usage {
+  std::string message;
+};
+
+sim::ScheduleRegistry make_registry() {
+  sim::ScheduleRegistry registry;
+  sim::add_handcrafted_schedules(registry);
+  return registry;
+}
+
+// Parses `args` (after the command) against `desc`; returns false after printing help.
+bool parse(const std::vector<std::string>& args, const po::options_description& desc,
+           po::variables_map& vm, std::ostream& out, const char* synopsis) {
+  // No command takes positional arguments: collect them to name the first in the error.
+  po::options_description all(desc);
+  all.add_options()("unexpected", po::value<std::vector<std::string>>());
+  po::positional_options_description positional;
+  positional.add("unexpected", -1);
+  po::store(po::command_line_parser(args).options(all).positional(positional).run(), vm);
+  if (vm.count("unexpected") != 0) {
+    throw Usage{"unexpected argument '" + vm["unexpected"].as<std::vector<std::string>>().front() +
+                "' (see --help)"};
+  }
+  if (vm.count("help") != 0) {
+    fmt::print(out, "{}\n\n", synopsis);
+    out << desc << '\n';
+    return false;
+  }
+  po::notify(vm);
+  return true;
+}
+
+RunSummary simulate_one(const sim::ScheduleGenerator& generator, const RunInputs& in,
+                        const sim::CostModel& costs) {
+  const sim::Schedule schedule = generator.generate(in.params);
+  return RunSummary{std::string(generator.name()), in.params,
+                    sim::simulate(schedule, costs).metrics};
+}
+
+// "all" or a comma-separated list of registered names.
+std::vector<const sim::ScheduleGenerator*> select(const sim::ScheduleRegistry& registry,
+                                                  const std::string& list) {
+  if (list == "all") return registry.all();
+  std::vector<const sim::ScheduleGenerator*> chosen;
+  std::istringstream names(list);
+  for (std::string name; std::getline(names, name, ',');) {
+    const sim::ScheduleGenerator* g = &registry.get(name);
+    if (std::find(chosen.begin(), chosen.end(), g) != chosen.end()) {
+      throw InvalidArgument("option -s/--schedule: '" + name + "' is listed twice");
+    }
+    chosen.push_back(g);
+  }
+  if (chosen.empty()) throw InvalidArgument("option -s/--schedule: no schedule named");
+  return chosen;
+}
+
+int cmd_schedules(const std::vector<std::string>& args, std::ostream& out) {
+  po::options_description desc("options");
+  desc.add_options()("help,h", "show this help");
+  po::variables_map vm;
+  if (!parse(args, desc, vm, out, "usage: bubblesim schedules\n\nLists every schedule.")) return 0;
+  const sim::ScheduleRegistry registry = make_registry();
+  fmt::print(out, "{:<8}  {:<40}  {}\n", "name", "parameters", "description");
+  for (const sim::ScheduleGenerator* g : registry.all()) {
+    fmt::print(out, "{:<8}  {:<40}  {}\n", g->name(), g->parameters(), g->description());
+  }
+  return 0;
+}
+
+int cmd_simulate(const std::vector<std::string>& args, std::ostream& out) {
+  po::options_description desc("options");
+  desc.add_options()("help,h", "show this help")("schedule,s", po::value<std::string>()->required(),
+                                                 "schedule name (see 'bubblesim schedules')");
+  add_run_options(desc);
+  po::variables_map vm;
+  if (!parse(args, desc, vm, out,
+             "usage: bubblesim simulate -s NAME [-p P] [-m M] [--f MS] [--b MS] [--w MS] "
+             "[--comm MS] [--json]\n\nSimulates one schedule and prints its iteration time, "
+             "bubble rate and peak activation memory, per device.")) {
+    return 0;
+  }
+  const sim::ScheduleRegistry registry = make_registry();
+  const RunInputs in = read_run_inputs(vm);
+  const sim::ScheduleGenerator& generator = registry.get(vm["schedule"].as<std::string>());
+  const sim::PerDeviceCostModel costs(in.device_costs);
+  const RunSummary run = simulate_one(generator, in, costs);
+  if (in.json) {
+    write_json(out, run);
+  } else {
+    write_simulate_table(out, in, run);
+  }
+  return 0;
+}
+
+int cmd_compare(const std::vector<std::string>& args, std::ostream& out) {
+  po::options_description desc("options");
+  desc.add_options()("help,h", "show this help")(
+      "schedule,s", po::value<std::string>()->default_value("all"),
+      "'all' or a comma-separated list of schedule names");
+  add_run_options(desc);
+  po::variables_map vm;
+  if (!parse(args, desc, vm, out,
+             "usage: bubblesim compare [-s all|NAME,NAME] [-p P] [-m M] [--f MS] [--b MS] "
+             "[--w MS] [--comm MS] [--json]\n\nSimulates several schedules on the same inputs "
+             "and prints them side by side.")) {
+    return 0;
+  }
+  const sim::ScheduleRegistry registry = make_registry();
+  const RunInputs in = read_run_inputs(vm);
+  const auto generators = select(registry, vm["schedule"].as<std::string>());
+  const sim::PerDeviceCostModel costs(in.device_costs);
+  std::vector<RunSummary> runs;
+  for (const sim::ScheduleGenerator* g : generators)
+    runs.push_back(simulate_one(*g, in, costs));
+  if (in.json) {
+    write_json(out, runs);
+  } else {
+    write_compare_table(out, in, runs);
+  }
+  return 0;
+}
+
+std::string one_line(std::string text) {
+  std::replace(text.begin(), text.end(), '\n', ' ');
+  return text;
+}
+
+}  // namespace
+
+int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  const std::string command = args.empty() ? "" : args.front();
+  const std::vector<std::string> rest(args.begin() + (args.empty() ? 0 : 1), args.end());
+  const std::string who =
+      command.empty() || command[0] == '-' ? "bubblesim" : "bubblesim " + command;
+  try {
+    // Buffer the output so that a failure leaves nothing half-written.
+    std::ostringstream buffer;
+    int status = 0;
+    if (command == "-h" || command == "--help" || command == "help") {
+      buffer << kUsage;
+    } else if (command == "--version") {
+      buffer << "bubblesim 0.1.0\n";
+    } else if (command == "schedules") {
+      status = cmd_schedules(rest, buffer);
+    } else if (command == "simulate") {
+      status = cmd_simulate(rest, buffer);
+    } else if (command == "compare") {
+      status = cmd_compare(rest, buffer);
+    } else if (command.empty()) {
+      throw Usage{"missing command; valid commands are: schedules, simulate, compare (see --help)"};
+    } else {
+      throw Usage{"unknown command '" + command +
+                  "'; valid commands are: schedules, simulate, compare"};
+    }
+    out << buffer.str() << std::flush;
+    return status;
+  } catch (const Usage& e) {
+    err << who << ": error: " << e.message << '\n';
+  } catch (const po::error& e) {
+    err << who << ": error: " << one_line(e.what()) << " (see '" << who << " --help')\n";
+  } catch (const Error& e) {
+    err << who << ": error: " << one_line(e.what()) << '\n';
+  } catch (const std::exception& e) {
+    err << who << ": " << one_line(e.what()) << '\n';
+    return 1;
+  }
+  return 2;
+}
+
+}  // namespace bubblesim::cli

@@ -1,0 +1,117 @@
+#include "sim/cli/options.h"
+
+#include <charconv>
+#include <cmath>
+#include <limits>
+
+namespace bubblesim::cli {
+
+namespace po = boost::program_options;
+
+namespace {
+
+double parse_number(const std::string& option, std::string_view item, const std::string& text) {
+  double value = 0;
+  const char* end = item.data() + item.size();
+  const auto [ptr, ec] = std::from_chars(item.data(), end, value);
+  if (item.empty() || ec != std::errc() || ptr != end || !std::isfinite(value)) {
+    throw InvalidArgument("option " + option + ": '" + std::string(item) +
+                          "' is not a number (in '" + text + "')");
+  }
+  return value;
+}
+
+double non_negative(const po::variables_map& vm, const char* name) {
+  const double value = vm[name].as<double>();
+  if (!std::isfinite(value) || value < 0) {
+    throw InvalidArgument(std::string("option --") + name +
+                          ": expected a finite number >= 0, got " + std::to_string(value));
+  }
+  return value;
+}
+
+}  // namespace
+
+void add_run_options(po::options_description& desc) {
+  using DE = DefaultExample;
+  // clang-format off
+  desc.add_options()
+    ("pp,p", po::value<int>()->default_value(DE::kPp), "pipeline devices p")
+    ("microbatches,m", po::value<int>()->default_value(DE::kMicrobatches), "microbatches m per iteration")
+    ("chunks,v", po::value<int>()->default_value(1), "model chunks per device, where the schedule takes them")
+    ("f", po::value<std::string>()->default_value(DE::kF),
+     "forward time (ms) of a device's share of the model for one microbatch: one value, or a "
+     "comma-separated list with one value per device")
+    ("b", po::value<std::string>()->default_value(DE::kB), "input-gradient (B) time, ms, same form")
+    ("w", po::value<std::string>()->default_value(DE::kW),
+     "weight-gradient (W) time, ms, same form (a fused BW takes B + W)")
+    ("comm", po::value<std::string>()->default_value(DE::kComm),
+     "one hop between consecutive stages, ms, same form (a list gives the time of what each "
+     "device sends)")
+    ("m-b", po::value<double>()->default_value(1.0, "1"),
+     "activation memory M_B an F allocates (any unit; results use the same unit)")
+    ("m-w", po::value<double>()->default_value(0.5, "0.5"), "activation memory M_W that B keeps for W")
+    ("json", po::bool_switch(), "print the summary as JSON instead of a table");
+  // clang-format on
+}
+
+std::vector<sim::TimeNs> parse_time_list(const std::string& option, const std::string& text,
+                                         int devices) {
+  std::vector<sim::TimeNs> values;
+  std::string_view rest = text;
+  while (true) {
+    const std::size_t comma = rest.find(',');
+    const std::string_view item = rest.substr(0, comma);
+    const double ms = parse_number(option, item, text);
+    if (ms < 0 || ms > 1e9) {
+      throw InvalidArgument("option " + option + ": time " + std::string(item) +
+                            " ms is out of range (expected 0 to 1e9 ms)");
+    }
+    values.push_back(sim::ms_to_ns(ms));
+    if (comma == std::string_view::npos) break;
+    rest.remove_prefix(comma + 1);
+  }
+  if (values.size() == 1) values.resize(static_cast<std::size_t>(devices), values.front());
+  if (values.size() != static_cast<std::size_t>(devices)) {
+    throw InvalidArgument(
+        "option " + option + ": expected one time in ms or " + std::to_string(devices) +
+        " comma-separated times (one per device), got " + std::to_string(values.size()));
+  }
+  return values;
+}
+
+RunInputs read_run_inputs(const po::variables_map& vm) {
+  RunInputs in;
+  in.params.pp = vm["pp"].as<int>();
+  in.params.microbatches = vm["microbatches"].as<int>();
+  in.params.chunks = vm["chunks"].as<int>();
+  in.json = vm["json"].as<bool>();
+  sim::require_pipeline(in.params);
+
+  const int p = in.params.pp;
+  const auto f = parse_time_list("--f", vm["f"].as<std::string>(), p);
+  const auto b = parse_time_list("--b", vm["b"].as<std::string>(), p);
+  const auto w = parse_time_list("--w", vm["w"].as<std::string>(), p);
+  const auto comm = parse_time_list("--comm", vm["comm"].as<std::string>(), p);
+  const double m_b = non_negative(vm, "m-b");
+  const double m_w = non_negative(vm, "m-w");
+
+  // Every device runs at most 3 v m ops and waits for at most as many transfers: keep the
+  // simulated clock far from the int64 limit.
+  long double worst = 0;
+  for (int d = 0; d < p; ++d) {
+    const auto i = static_cast<std::size_t>(d);
+    in.device_costs.push_back(sim::DeviceCosts{f[i], b[i], w[i], comm[i], m_b, m_w});
+    worst = std::max(worst, static_cast<long double>(f[i] + b[i] + w[i] + 2 * comm[i]));
+  }
+  const long double ops = 3.0L * p * in.params.chunks * in.params.microbatches;
+  if (ops * worst > static_cast<long double>(std::numeric_limits<sim::TimeNs>::max() / 4)) {
+    throw InvalidArgument(
+        "options --f/--b/--w/--comm with -p/-m: the iteration would last more "
+        "than 70 years of simulated time; use smaller times or fewer "
+        "microbatches");
+  }
+  return in;
+}
+
+}  // namespace bubblesim::cli

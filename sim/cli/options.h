@@ -1,0 +1,44 @@
+// Options shared by `bubblesim simulate` and `bubblesim compare` (DESIGN.md §4), and their
+// checking. Every bad value throws bubblesim::InvalidArgument naming the option.
+#pragma once
+
+#include <boost/program_options/options_description.hpp>
+#include <boost/program_options/variables_map.hpp>
+#include <string>
+#include <vector>
+
+#include "sim/cost_model.h"
+#include "sim/schedule_registry.h"
+
+namespace bubblesim::cli {
+
+// What a simulate or compare run needs besides the schedule names.
+struct RunInputs {
+  sim::ScheduleParams params;
+  std::vector<sim::DeviceCosts> device_costs;  // one per device
+  bool json = false;
+};
+
+// The embedded default example: the zero-bubble paper's 1.5B model at p = 8, m = 24
+// (../shared/reference/zero-bubble.md §8), times in ms.
+struct DefaultExample {
+  static constexpr int kPp = 8;
+  static constexpr int kMicrobatches = 24;
+  static constexpr const char* kF = "18.522";
+  static constexpr const char* kB = "18.086";
+  static constexpr const char* kW = "9.337";
+  static constexpr const char* kComm = "0.601";
+};
+
+// Adds -p, -m, -v, --f, --b, --w, --comm, --m-b, --m-w and --json to `desc`.
+void add_run_options(boost::program_options::options_description& desc);
+
+// Reads and checks the options added by add_run_options.
+RunInputs read_run_inputs(const boost::program_options::variables_map& vm);
+
+// Parses "1.5" or "1.5,2,2.5": one time in ms for all devices or one per device, each
+// 0 <= t <= 1e9. Returns exactly `devices` values in ns.
+std::vector<sim::TimeNs> parse_time_list(const std::string& option, const std::string& text,
+                                         int devices);
+
+}  // namespace bubblesim::cli

@@ -1,0 +1,145 @@
+#include "sim/cli/output.h"
+
+#include <fmt/format.h>
+#include <fmt/ostream.h>
+#include <rapidjson/ostreamwrapper.h>
+#include <rapidjson/prettywriter.h>
+
+#include <algorithm>
+
+namespace bubblesim::cli {
+
+namespace {
+
+using Writer = rapidjson::PrettyWriter<rapidjson::OStreamWrapper>;
+
+void write_object(Writer& w, const RunSummary& run) {
+  const sim::Metrics& m = run.metrics;
+  w.StartObject();
+  w.Key("schedule");
+  w.String(run.schedule.c_str());
+  w.Key("pp");
+  w.Int(run.params.pp);
+  w.Key("microbatches");
+  w.Int(run.params.microbatches);
+  w.Key("chunks");
+  w.Int(run.params.chunks);
+  w.Key("iteration_time_ms");
+  w.Double(sim::ns_to_ms(m.iteration_time_ns));
+  w.Key("max_device_span_ms");
+  w.Double(sim::ns_to_ms(m.max_device_span_ns));
+  w.Key("bubble_rate");
+  w.Double(m.bubble_rate);
+  w.Key("peak_activation_memory");
+  w.Double(m.peak_activation_memory);
+  w.Key("devices");
+  w.StartArray();
+  for (const sim::DeviceMetrics& d : m.devices) {
+    w.StartObject();
+    w.Key("device");
+    w.Int(d.device);
+    w.Key("span_ms");
+    w.Double(sim::ns_to_ms(d.span_ns));
+    w.Key("busy_ms");
+    w.Double(sim::ns_to_ms(d.busy_ns));
+    w.Key("bubble_rate");
+    w.Double(d.bubble_rate);
+    w.Key("peak_activation_memory");
+    w.Double(d.peak_activation_memory);
+    w.EndObject();
+  }
+  w.EndArray();
+  w.EndObject();
+}
+
+template <typename Body>
+void with_writer(std::ostream& out, Body body) {
+  rapidjson::OStreamWrapper stream(out);
+  Writer writer(stream);
+  writer.SetIndent(' ', 2);
+  body(writer);
+  out << '\n';
+}
+
+// "18.522" for a uniform list, "18.5,19,20" otherwise.
+std::string ms_list(const std::vector<sim::DeviceCosts>& costs,
+                    sim::TimeNs sim::DeviceCosts::*field) {
+  const bool uniform = std::all_of(costs.begin(), costs.end(), [&](const sim::DeviceCosts& c) {
+    return c.*field == costs.front().*field;
+  });
+  std::string s;
+  for (const sim::DeviceCosts& c : costs) {
+    if (!s.empty()) s += ',';
+    s += fmt::format("{}", sim::ns_to_ms(c.*field));
+    if (uniform) break;
+  }
+  return s;
+}
+
+}  // namespace
+
+void write_json(std::ostream& out, const RunSummary& run) {
+  with_writer(out, [&](Writer& w) { write_object(w, run); });
+}
+
+void write_json(std::ostream& out, const std::vector<RunSummary>& runs) {
+  with_writer(out, [&](Writer& w) {
+    w.StartArray();
+    for (const RunSummary& run : runs)
+      write_object(w, run);
+    w.EndArray();
+  });
+}
+
+std::string describe_inputs(const RunInputs& in) {
+  const auto& c = in.device_costs;
+  return fmt::format("p={} m={} v={} | F {} B {} W {} comm {} ms | M_B {} M_W {}", in.params.pp,
+                     in.params.microbatches, in.params.chunks, ms_list(c, &sim::DeviceCosts::f_ns),
+                     ms_list(c, &sim::DeviceCosts::b_ns), ms_list(c, &sim::DeviceCosts::w_ns),
+                     ms_list(c, &sim::DeviceCosts::comm_ns), c.front().m_b, c.front().m_w);
+}
+
+void write_simulate_table(std::ostream& out, const RunInputs& in, const RunSummary& run) {
+  const sim::Metrics& m = run.metrics;
+  fmt::print(out, "schedule {} | {}\n\n", run.schedule, describe_inputs(in));
+  fmt::print(out, "iteration time     {:>12.3f} ms\n", sim::ns_to_ms(m.iteration_time_ns));
+  fmt::print(out, "max device span    {:>12.3f} ms\n", sim::ns_to_ms(m.max_device_span_ns));
+  fmt::print(out, "bubble rate        {:>12.4f}\n", m.bubble_rate);
+  fmt::print(out, "peak act. memory   {:>12.3f}\n\n", m.peak_activation_memory);
+  fmt::print(out, "{:>6}  {:>12}  {:>12}  {:>11}  {:>15}\n", "device", "span ms", "busy ms",
+             "bubble rate", "peak act. mem");
+  for (const sim::DeviceMetrics& d : m.devices) {
+    fmt::print(out, "{:>6}  {:>12.3f}  {:>12.3f}  {:>11.4f}  {:>15.3f}\n", d.device,
+               sim::ns_to_ms(d.span_ns), sim::ns_to_ms(d.busy_ns), d.bubble_rate,
+               d.peak_activation_memory);
+  }
+}
+
+void write_compare_table(std::ostream& out, const RunInputs& in,
+                         const std::vector<RunSummary>& runs) {
+  auto best = [&](auto value) {
+    auto it = std::min_element(
+        runs.begin(), runs.end(),
+        [&](const RunSummary& a, const RunSummary& b) { return value(a) < value(b); });
+    return value(*it);
+  };
+  auto iteration = [](const RunSummary& r) { return r.metrics.iteration_time_ns; };
+  auto bubble = [](const RunSummary& r) { return r.metrics.bubble_rate; };
+  auto memory = [](const RunSummary& r) { return r.metrics.peak_activation_memory; };
+  const auto best_iteration = best(iteration);
+  const double best_bubble = best(bubble);
+  const double best_memory = best(memory);
+  auto mark = [](bool is_best) { return is_best ? " *" : "  "; };
+
+  fmt::print(out, "{}\n\n", describe_inputs(in));
+  fmt::print(out, "{:<10}  {:>16}  {:>13}  {:>17}\n", "schedule", "iteration ms", "bubble rate",
+             "peak act. mem");
+  for (const RunSummary& r : runs) {
+    fmt::print(out, "{:<10}  {:>14.3f}{}  {:>11.4f}{}  {:>15.3f}{}\n", r.schedule,
+               sim::ns_to_ms(iteration(r)), mark(iteration(r) == best_iteration), bubble(r),
+               mark(bubble(r) == best_bubble), memory(r), mark(memory(r) == best_memory));
+  }
+  fmt::print(out, "\n* best in its column (lowest)\n");
+}
+
+}  // namespace bubblesim::cli

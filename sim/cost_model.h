@@ -1,0 +1,57 @@
+// Cost models: how long each op takes, how long a transfer takes, and how much activation
+// memory each op allocates or frees. The engine and the graph ask a CostModel; they never know
+// where the numbers come from (uniform inputs, per-device lists, later traces and models).
+#pragma once
+
+#include <vector>
+
+#include "sim/op.h"
+
+namespace bubblesim::sim {
+
+class CostModel {
+ public:
+  virtual ~CostModel() = default;
+
+  // Compute time of `op` on `device`, in ns, >= 0.
+  virtual TimeNs duration_ns(const Op& op, int device) const = 0;
+
+  // Time from the end of an op on `src_device` until its output is usable on `dst_device`
+  // (src_device != dst_device), in ns, >= 0. A transfer does not occupy either compute stream.
+  virtual TimeNs transfer_ns(int src_device, int dst_device) const = 0;
+
+  // Change of activation memory on `device` when `op` runs, in the unit of the model's inputs
+  // (zero-bubble paper: F +M_B, B +(M_W - M_B), W -M_W, BW -M_B).
+  virtual double activation_delta(const Op& op, int device) const = 0;
+};
+
+// The costs of one device for one microbatch of its share of the model.
+struct DeviceCosts {
+  TimeNs f_ns = 0;     // forward
+  TimeNs b_ns = 0;     // input gradient (BW takes b_ns + w_ns)
+  TimeNs w_ns = 0;     // weight gradient
+  TimeNs comm_ns = 0;  // one hop of an activation or gradient *sent by* this device
+  double m_b = 1.0;    // activation memory F allocates (M_B)
+  double m_w = 0.5;    // memory B keeps for W (M_W)
+};
+
+// Costs given per device: a list with one DeviceCosts per device, or one value for all.
+// Ops of stage s cost what their device's entry says (one chunk per device).
+class PerDeviceCostModel final : public CostModel {
+ public:
+  explicit PerDeviceCostModel(std::vector<DeviceCosts> devices);
+  static PerDeviceCostModel uniform(const DeviceCosts& costs, int num_devices);
+
+  TimeNs duration_ns(const Op& op, int device) const override;
+  TimeNs transfer_ns(int src_device, int dst_device) const override;
+  double activation_delta(const Op& op, int device) const override;
+
+  const std::vector<DeviceCosts>& devices() const { return devices_; }
+
+ private:
+  const DeviceCosts& at(int device) const;
+
+  std::vector<DeviceCosts> devices_;
+};
+
+}  // namespace bubblesim::sim

@@ -1,0 +1,72 @@
+// The discrete-event engine.
+//
+// What is modelled: every device runs its ops in schedule order on one compute stream. An op
+// starts when the device is free and its data input (DESIGN.md §3) has arrived; an input made
+// on another device arrives CostModel::transfer_ns after its producer ends, and the transfer
+// occupies neither compute stream (no link contention yet). Times are integer nanoseconds, so
+// a run is exact and deterministic; events at equal times are handled first-in, first-out.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "sim/cost_model.h"
+#include "sim/schedule.h"
+
+namespace bubblesim::sim {
+
+struct OpTiming {
+  TimeNs start_ns = 0;
+  TimeNs end_ns = 0;
+};
+
+// When each op ran: device_ops[d][i] is the timing of schedule.device_ops[d][i].
+struct Timeline {
+  std::vector<std::vector<OpTiming>> device_ops;
+};
+
+struct OpEvent {
+  Op op;
+  int device = 0;
+  std::size_t index = 0;  // position of the op in its device's order
+  TimeNs start_ns = 0;
+  TimeNs end_ns = 0;
+};
+
+struct TransferEvent {
+  Op producer;
+  int src_device = 0;
+  int dst_device = 0;
+  TimeNs start_ns = 0;
+  TimeNs end_ns = 0;
+};
+
+// Receives events as the simulation runs, in nondecreasing order of the time they happen
+// (on_op_start at the op's start, on_op_end at its end, on_transfer at the transfer's start).
+class EngineObserver {
+ public:
+  virtual ~EngineObserver() = default;
+  virtual void on_op_start(const OpEvent& /*event*/) {}
+  virtual void on_op_end(const OpEvent& /*event*/) {}
+  virtual void on_transfer(const TransferEvent& /*event*/) {}
+};
+
+class Engine {
+ public:
+  // The schedule, cost model and observers are borrowed and must outlive the engine. The cost
+  // model must cover every device of the schedule.
+  Engine(const Schedule& schedule, const CostModel& costs) : schedule_(schedule), costs_(costs) {}
+
+  void add_observer(EngineObserver& observer) { observers_.push_back(&observer); }
+
+  // Validates the schedule (Schedule::validate) and runs it to the end. A schedule that
+  // deadlocks throws DeadlockError naming the ops on a dependency cycle.
+  Timeline run();
+
+ private:
+  const Schedule& schedule_;
+  const CostModel& costs_;
+  std::vector<EngineObserver*> observers_;
+};
+
+}  // namespace bubblesim::sim

@@ -1,0 +1,40 @@
+// Error types shared by every bubblesim library.
+//
+// Contract: bad input (options, files, schedules) is reported by throwing a subclass of
+// bubblesim::Error whose what() is one line naming the option, file, line or op at fault and
+// what was expected. Libraries never print or exit; the command line turns an Error into one
+// line on standard error and exit status 2. A broken internal invariant is a bug, reported
+// with BUBBLESIM_CHECK as bubblesim::InternalError (not an Error: it is never the user's fault).
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+namespace bubblesim {
+
+class Error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// A parameter or option value outside its valid range.
+class InvalidArgument : public Error {
+ public:
+  using Error::Error;
+};
+
+class InternalError : public std::logic_error {
+ public:
+  using std::logic_error::logic_error;
+};
+
+[[noreturn]] void throw_internal_error(const char* condition, const char* file, int line,
+                                       const std::string& detail);
+
+}  // namespace bubblesim
+
+// Always-on invariant check (also in release builds).
+#define BUBBLESIM_CHECK(cond, detail)                                                    \
+  do {                                                                                   \
+    if (!(cond)) ::bubblesim::throw_internal_error(#cond, __FILE__, __LINE__, (detail)); \
+  } while (false)

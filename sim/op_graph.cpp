@@ -1,0 +1,147 @@
+#include "sim/op_graph.h"
+
+#include <algorithm>
+#include <boost/graph/depth_first_search.hpp>
+#include <boost/graph/exception.hpp>
+#include <boost/graph/topological_sort.hpp>
+#include <iterator>
+#include <string>
+
+namespace bubblesim::sim {
+
+namespace {
+
+std::string describe_cycle(const std::vector<Op>& cycle) {
+  constexpr std::size_t kShown = 12;
+  std::string s =
+      "schedule deadlocks: dependency cycle of " + std::to_string(cycle.size()) + " ops: ";
+  for (std::size_t i = 0; i < cycle.size() && i < kShown; ++i)
+    s += to_string(cycle[i]) + " -> ";
+  if (cycle.size() > kShown) s += "... -> ";
+  return s + (cycle.empty() ? std::string("?") : to_string(cycle.front()));
+}
+
+}  // namespace
+
+DeadlockError::DeadlockError(std::vector<Op> cycle)
+    : ScheduleError(describe_cycle(cycle)), cycle_(std::move(cycle)) {}
+
+OpGraph::OpGraph(const Schedule& schedule, const CostModel& costs) {
+  schedule.validate();
+  const OpSlots slots(schedule.num_stages(), schedule.num_microbatches);
+  std::vector<Vertex> vertex_of(slots.size());
+  graph_ = Graph(schedule.num_ops());
+  Vertex v = 0;
+  for (int d = 0; d < schedule.num_devices(); ++d) {
+    const auto& ops = schedule.device_ops[static_cast<std::size_t>(d)];
+    device_sizes_.push_back(ops.size());
+    for (std::size_t i = 0; i < ops.size(); ++i, ++v) {
+      graph_[v] = VertexData{ops[i], d, i, costs.duration_ns(ops[i], d)};
+      vertex_of[slots(ops[i])] = v;
+      if (i > 0) boost::add_edge(v - 1, v, EdgeData{0}, graph_);
+    }
+  }
+  for (v = 0; v < num_ops(); ++v) {
+    const VertexData& data = graph_[v];
+    SlotRef input{};
+    if (!data_input(data.op.kind, data.op.stage, schedule.num_stages(), input)) continue;
+    const Vertex u = vertex_of[slots(input.slot, input.stage, data.op.microbatch)];
+    const int src = graph_[u].device;
+    const TimeNs delay = src == data.device ? 0 : costs.transfer_ns(src, data.device);
+    boost::add_edge(u, v, EdgeData{delay}, graph_);
+  }
+}
+
+std::vector<Op> OpGraph::find_cycle() const {
+  struct Found {
+    Vertex from, to;
+  };
+  struct Visitor : boost::default_dfs_visitor {
+    std::vector<Vertex>* parent;
+    void tree_edge(Graph::edge_descriptor e, const Graph& g) const {
+      (*parent)[boost::target(e, g)] = boost::source(e, g);
+    }
+    void back_edge(Graph::edge_descriptor e, const Graph& g) const {
+      throw Found{boost::source(e, g), boost::target(e, g)};
+    }
+  };
+  std::vector<Vertex> parent(num_ops());
+  Visitor visitor;
+  visitor.parent = &parent;
+  try {
+    boost::depth_first_search(graph_, boost::visitor(visitor));
+  } catch (const Found& found) {
+    // The back edge closes the cycle: `to` is an ancestor of `from` in the DFS tree.
+    std::vector<Op> cycle;
+    for (Vertex x = found.from; x != found.to; x = parent[x])
+      cycle.push_back(graph_[x].op);
+    cycle.push_back(graph_[found.to].op);
+    std::reverse(cycle.begin(), cycle.end());
+    return cycle;
+  }
+  return {};
+}
+
+void OpGraph::check_acyclic() const {
+  std::vector<Op> cycle = find_cycle();
+  if (!cycle.empty()) throw DeadlockError(std::move(cycle));
+}
+
+OpGraph::LongestPaths OpGraph::longest_paths() const {
+  std::vector<Vertex> reverse_topo;
+  try {
+    boost::topological_sort(graph_, std::back_inserter(reverse_topo));
+  } catch (const boost::not_a_dag&) {
+    check_acyclic();
+    throw;  // unreachable: check_acyclic found the cycle
+  }
+  LongestPaths paths{std::vector<TimeNs>(num_ops(), 0), std::vector<Vertex>(num_ops())};
+  for (auto it = reverse_topo.rbegin(); it != reverse_topo.rend(); ++it) {
+    const Vertex v = *it;
+    paths.via[v] = v;
+    for (const auto e : boost::make_iterator_range(boost::in_edges(v, graph_))) {
+      const Vertex u = boost::source(e, graph_);
+      const TimeNs ready = paths.start_ns[u] + graph_[u].duration_ns + graph_[e].delay_ns;
+      if (ready > paths.start_ns[v] || (paths.via[v] == v && ready == paths.start_ns[v])) {
+        paths.start_ns[v] = ready;
+        paths.via[v] = u;
+      }
+    }
+  }
+  return paths;
+}
+
+Timeline OpGraph::earliest_times() const {
+  const LongestPaths paths = longest_paths();
+  Timeline timeline;
+  for (std::size_t size : device_sizes_)
+    timeline.device_ops.emplace_back(size);
+  for (Vertex v = 0; v < num_ops(); ++v) {
+    const VertexData& data = graph_[v];
+    timeline.device_ops[static_cast<std::size_t>(data.device)][data.index] =
+        OpTiming{paths.start_ns[v], paths.start_ns[v] + data.duration_ns};
+  }
+  return timeline;
+}
+
+CriticalPath OpGraph::critical_path() const {
+  const LongestPaths paths = longest_paths();
+  CriticalPath path;
+  Vertex last = 0;
+  for (Vertex v = 0; v < num_ops(); ++v) {
+    const TimeNs end = paths.start_ns[v] + graph_[v].duration_ns;
+    if (end > path.length_ns) {
+      path.length_ns = end;
+      last = v;
+    }
+  }
+  if (num_ops() == 0) return path;
+  for (Vertex v = last;; v = paths.via[v]) {
+    path.ops.push_back(graph_[v].op);
+    if (paths.via[v] == v) break;
+  }
+  std::reverse(path.ops.begin(), path.ops.end());
+  return path;
+}
+
+}  // namespace bubblesim::sim

@@ -1,0 +1,80 @@
+// OpGraph: a schedule as a dependency graph (Boost.Graph), for validation and as the oracle
+// the engine is tested against.
+//
+// Vertices are ops, weighted by their duration. Edges are data dependencies (DESIGN.md §3),
+// weighted by the transfer time when producer and consumer sit on different devices, and the
+// per-device order (weight 0). The earliest start of every op is then the longest path to it,
+// which is exactly what the engine computes by simulation.
+#pragma once
+
+#include <boost/graph/adjacency_list.hpp>
+#include <cstddef>
+#include <vector>
+
+#include "sim/cost_model.h"
+#include "sim/engine.h"
+#include "sim/schedule.h"
+
+namespace bubblesim::sim {
+
+// The schedule deadlocks: its ops wait on each other in a cycle. cycle() lists the ops on one
+// such cycle, each waiting for the one before it (and the first for the last).
+class DeadlockError : public ScheduleError {
+ public:
+  explicit DeadlockError(std::vector<Op> cycle);
+  const std::vector<Op>& cycle() const { return cycle_; }
+
+ private:
+  std::vector<Op> cycle_;
+};
+
+struct CriticalPath {
+  TimeNs length_ns = 0;  // latest end of any op, with every op starting as early as it can
+  std::vector<Op> ops;   // the chain that makes it so, first op to last
+};
+
+class OpGraph {
+ public:
+  // Validates the schedule (Schedule::validate) and builds its graph. A cycle is allowed here;
+  // check_acyclic reports it. The cost model must cover every device of the schedule.
+  OpGraph(const Schedule& schedule, const CostModel& costs);
+
+  std::size_t num_ops() const { return boost::num_vertices(graph_); }
+  std::size_t num_edges() const { return boost::num_edges(graph_); }
+
+  // The ops of one dependency cycle, or an empty list when the graph is acyclic.
+  std::vector<Op> find_cycle() const;
+  // Throws DeadlockError when the graph has a cycle.
+  void check_acyclic() const;
+
+  // Earliest start and end of every op: longest paths from the ops without inputs. Same shape
+  // as the engine's Timeline. Throws DeadlockError on a cycle.
+  Timeline earliest_times() const;
+  // The longest path through the graph. Throws DeadlockError on a cycle.
+  CriticalPath critical_path() const;
+
+ private:
+  struct VertexData {
+    Op op;
+    int device = 0;
+    std::size_t index = 0;  // position in the device's order
+    TimeNs duration_ns = 0;
+  };
+  struct EdgeData {
+    TimeNs delay_ns = 0;
+  };
+  using Graph =
+      boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS, VertexData, EdgeData>;
+  using Vertex = Graph::vertex_descriptor;
+
+  struct LongestPaths {
+    std::vector<TimeNs> start_ns;  // per vertex
+    std::vector<Vertex> via;       // per vertex: the predecessor that decided its start, or itself
+  };
+  LongestPaths longest_paths() const;
+
+  Graph graph_;
+  std::vector<std::size_t> device_sizes_;
+};
+
+}  // namespace bubblesim::sim

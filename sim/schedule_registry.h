@@ -1,0 +1,58 @@
+// Schedule generators and the registry that names them.
+//
+// One extension point, one interface: a generator is a small class behind ScheduleGenerator.
+// The registry is an ordinary object that its owner (the command line's main, a test) fills
+// explicitly; there is no self-registration and no global registry.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sim/error.h"
+#include "sim/schedule.h"
+
+namespace bubblesim::sim {
+
+struct ScheduleParams {
+  int pp = 1;            // pipeline devices, p
+  int microbatches = 1;  // m
+  int chunks = 1;        // model chunks per device, v
+};
+
+class ScheduleGenerator {
+ public:
+  virtual ~ScheduleGenerator() = default;
+  virtual std::string_view name() const = 0;         // e.g. "zb-h1"
+  virtual std::string_view description() const = 0;  // one line
+  virtual std::string_view parameters() const = 0;   // which parameters, and their ranges
+  // Throws InvalidArgument naming the parameter when `params` are out of range.
+  virtual Schedule generate(const ScheduleParams& params) const = 0;
+};
+
+// A schedule name the registry does not know; the message lists the valid names.
+class UnknownScheduleError : public InvalidArgument {
+ public:
+  using InvalidArgument::InvalidArgument;
+};
+
+class ScheduleRegistry {
+ public:
+  // Precondition: no generator of the same name is registered yet.
+  void add(std::unique_ptr<ScheduleGenerator> generator);
+  const ScheduleGenerator& get(std::string_view name) const;   // throws UnknownScheduleError
+  const ScheduleGenerator* find(std::string_view name) const;  // nullptr when unknown
+  // In registration order.
+  std::vector<const ScheduleGenerator*> all() const;
+  std::vector<std::string> names() const;
+
+ private:
+  std::vector<std::unique_ptr<ScheduleGenerator>> generators_;
+};
+
+// Parameter checks shared by generators; each throws InvalidArgument naming the parameter.
+void require_pipeline(const ScheduleParams& params);  // p >= 1, m >= 1, p * m within limits
+void require_single_chunk(const ScheduleParams& params, std::string_view schedule);
+
+}  // namespace bubblesim::sim

@@ -1,0 +1,203 @@
+// The command line: the paper's published rows through --json, determinism, and bad input.
+#include "sim/cli/cli.h"
+
+#include <gtest/gtest.h>
+#include <rapidjson/document.h>
+#include <sys/wait.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <sstream>
+
+namespace bubblesim::cli {
+namespace {
+
+struct Outcome {
+  int status;
+  std::string out;
+  std::string err;
+};
+
+Outcome run_cli(const std::vector<std::string>& args) {
+  std::ostringstream out, err;
+  const int status = run(args, out, err);
+  return {status, out.str(), err.str()};
+}
+
+rapidjson::Document parse_json(const std::string& text) {
+  rapidjson::Document doc;
+  doc.Parse(text.c_str());
+  EXPECT_FALSE(doc.HasParseError()) << text;
+  return doc;
+}
+
+double round4(double x) {
+  return std::round(x * 1e4) / 1e4;
+}
+
+// ../shared/reference/zero-bubble.md §8, the 1.5B model at p = 8 (paper Tables 5 and 9).
+struct PaperRow {
+  int m;
+  const char *f, *b, *w, *comm;
+  double one_f_one_b, zb_h1, zb_h2;
+};
+constexpr PaperRow kPaperRows[] = {
+    {24, "18.522", "18.086", "9.337", "0.601", 0.2431, 0.1585, 0.1083},
+    {32, "18.513", "18.086", "9.331", "0.626", 0.1985, 0.1242, 0.0837},
+    {64, "18.546", "18.097", "9.321", "0.762", 0.1240, 0.0674, 0.0444},
+};
+
+TEST(Cli, ReproducesThePapersOnePointFiveBRows) {
+  for (const PaperRow& row : kPaperRows) {
+    const Outcome o =
+        run_cli({"compare", "-s", "1f1b,zb-h1,zb-h2", "-p", "8", "-m", std::to_string(row.m), "--f",
+                 row.f, "--b", row.b, "--w", row.w, "--comm", row.comm, "--json"});
+    ASSERT_EQ(o.status, 0) << o.err;
+    const rapidjson::Document doc = parse_json(o.out);
+    ASSERT_TRUE(doc.IsArray());
+    ASSERT_EQ(doc.Size(), 3u);
+    const double expected[] = {row.one_f_one_b, row.zb_h1, row.zb_h2};
+    for (rapidjson::SizeType i = 0; i < 3; ++i) {
+      EXPECT_DOUBLE_EQ(round4(doc[i]["bubble_rate"].GetDouble()), expected[i])
+          << doc[i]["schedule"].GetString() << " m=" << row.m;
+      EXPECT_EQ(doc[i]["microbatches"].GetInt(), row.m);
+    }
+  }
+}
+
+TEST(Cli, DefaultExampleIsThePapersOnePointFiveBAtM24) {
+  const Outcome o = run_cli({"compare", "-s", "zb-h2", "--json"});
+  ASSERT_EQ(o.status, 0) << o.err;
+  const rapidjson::Document doc = parse_json(o.out);
+  EXPECT_EQ(doc[0]["pp"].GetInt(), 8);
+  EXPECT_EQ(doc[0]["microbatches"].GetInt(), 24);
+  EXPECT_DOUBLE_EQ(round4(doc[0]["bubble_rate"].GetDouble()), 0.1083);
+}
+
+TEST(Cli, SimulateJsonHasTheDesignFields) {
+  const Outcome o = run_cli({"simulate", "-s", "zb-h1", "-p", "4", "-m", "8", "--f", "1", "--b",
+                             "1", "--w", "1", "--comm", "0", "--json"});
+  ASSERT_EQ(o.status, 0) << o.err;
+  const rapidjson::Document doc = parse_json(o.out);
+  ASSERT_TRUE(doc.IsObject());
+  EXPECT_STREQ(doc["schedule"].GetString(), "zb-h1");
+  EXPECT_EQ(doc["pp"].GetInt(), 4);
+  EXPECT_EQ(doc["microbatches"].GetInt(), 8);
+  EXPECT_EQ(doc["chunks"].GetInt(), 1);
+  // Unit costs: cost = 3m + (p-1)(T_F + T_B - T_W) = 24 + 3.
+  EXPECT_DOUBLE_EQ(doc["iteration_time_ms"].GetDouble(), 27.0);
+  EXPECT_DOUBLE_EQ(doc["max_device_span_ms"].GetDouble(), 27.0);
+  EXPECT_DOUBLE_EQ(doc["bubble_rate"].GetDouble(), 1.0 - 24.0 / 27.0);
+  EXPECT_DOUBLE_EQ(doc["peak_activation_memory"].GetDouble(), 4.0);
+  ASSERT_EQ(doc["devices"].Size(), 4u);
+  const auto& d3 = doc["devices"][3];
+  EXPECT_EQ(d3["device"].GetInt(), 3);
+  EXPECT_DOUBLE_EQ(d3["busy_ms"].GetDouble(), 24.0);
+  EXPECT_DOUBLE_EQ(d3["peak_activation_memory"].GetDouble(), 1.0 + 3 * 0.5);
+  EXPECT_TRUE(d3.HasMember("span_ms"));
+  EXPECT_TRUE(d3.HasMember("bubble_rate"));
+}
+
+TEST(Cli, PerDeviceListsChangeTheResult) {
+  const Outcome uniform = run_cli({"simulate", "-s", "1f1b", "-p", "3", "-m", "6", "--f", "1",
+                                   "--b", "1", "--w", "1", "--comm", "0", "--json"});
+  const Outcome slow_last = run_cli({"simulate", "-s", "1f1b", "-p", "3", "-m", "6", "--f", "1,1,2",
+                                     "--b", "1", "--w", "1", "--comm", "0", "--json"});
+  ASSERT_EQ(slow_last.status, 0) << slow_last.err;
+  const auto a = parse_json(uniform.out), b = parse_json(slow_last.out);
+  EXPECT_DOUBLE_EQ(a["devices"][2]["busy_ms"].GetDouble(), 18.0);
+  EXPECT_DOUBLE_EQ(b["devices"][2]["busy_ms"].GetDouble(), 24.0);
+  EXPECT_GT(b["iteration_time_ms"].GetDouble(), a["iteration_time_ms"].GetDouble());
+}
+
+TEST(Cli, SameInputGivesByteIdenticalOutput) {
+  const std::vector<std::string> args = {
+      "compare", "-p", "5", "-m", "13", "--f", "1.1,1.2,1.3,1.4,1.5", "--comm", "0.05", "--json"};
+  const Outcome first = run_cli(args);
+  ASSERT_EQ(first.status, 0) << first.err;
+  for (int i = 0; i < 3; ++i)
+    EXPECT_EQ(run_cli(args).out, first.out);
+  const Outcome table = run_cli({"compare"});
+  EXPECT_EQ(run_cli({"compare"}).out, table.out);
+}
+
+TEST(Cli, CompareTableMarksTheBest) {
+  const Outcome o = run_cli({"compare"});
+  ASSERT_EQ(o.status, 0) << o.err;
+  for (const char* name : {"gpipe", "1f1b", "zb-h1", "zb-h2"}) {
+    EXPECT_NE(o.out.find(name), std::string::npos) << name;
+  }
+  // zb-h2 has the lowest iteration time and bubble rate of the four on the default example.
+  const std::size_t row = o.out.find("zb-h2");
+  const std::string line = o.out.substr(row, o.out.find('\n', row) - row);
+  EXPECT_NE(line.find("0.1083 *"), std::string::npos) << line;
+}
+
+TEST(Cli, SchedulesListsEveryGenerator) {
+  const Outcome o = run_cli({"schedules"});
+  ASSERT_EQ(o.status, 0);
+  for (const char* name : {"gpipe", "1f1b", "zb-h1", "zb-h2"}) {
+    EXPECT_NE(o.out.find(name), std::string::npos) << name;
+  }
+}
+
+TEST(Cli, HelpExplainsTheOptions) {
+  for (const char* cmd : {"simulate", "compare"}) {
+    const Outcome o = run_cli({cmd, "--help"});
+    EXPECT_EQ(o.status, 0);
+    for (const char* opt : {"--pp", "--microbatches", "--comm", "--m-b", "--json"}) {
+      EXPECT_NE(o.out.find(opt), std::string::npos) << cmd << " " << opt;
+    }
+  }
+  EXPECT_EQ(run_cli({"--help"}).status, 0);
+}
+
+TEST(Cli, BadInputGetsOneLineAndStatusTwo) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{}, "missing command"},
+      {{"frobnicate"}, "unknown command 'frobnicate'"},
+      {{"simulate"}, "schedule"},
+      {{"simulate", "-s", "zb-h9"}, "valid values are: gpipe, 1f1b, zb-h1, zb-h2"},
+      {{"compare", "-p", "0"}, "-p/--pp"},
+      {{"compare", "-p", "x"}, "pp"},
+      {{"compare", "-p"}, "pp"},
+      {{"compare", "-m", "-3"}, "-m/--microbatches"},
+      {{"compare", "-v", "2"}, "-v/--chunks"},
+      {{"compare", "--f", "1,2"}, "option --f: expected one time in ms or 8"},
+      {{"compare", "--b", "abc"}, "option --b: 'abc' is not a number"},
+      {{"compare", "--w", "1,,2,3,4,5,6,7"}, "option --w"},
+      {{"compare", "--comm", "-1"}, "option --comm: time -1 ms is out of range"},
+      {{"compare", "--f", "nan"}, "option --f"},
+      {{"compare", "--f", "1e12"}, "option --f"},
+      {{"compare", "--m-b", "-1"}, "option --m-b"},
+      {{"compare", "-s", "1f1b,1f1b"}, "listed twice"},
+      {{"compare", "--bogus"}, "bogus"},
+      {{"compare", "stray"}, "stray"},
+      {{"simulate", "-s", "gpipe", "-m", "16000000", "--f", "1e9"}, "70 years"},
+  };
+  for (const auto& [args, needle] : cases) {
+    const Outcome o = run_cli(args);
+    std::string joined;
+    for (const auto& a : args)
+      joined += a + " ";
+    EXPECT_EQ(o.status, 2) << joined;
+    EXPECT_TRUE(o.out.empty()) << joined;
+    EXPECT_NE(o.err.find(needle), std::string::npos) << joined << ": " << o.err;
+    EXPECT_EQ(std::count(o.err.begin(), o.err.end(), '\n'), 1) << joined << ": " << o.err;
+  }
+}
+
+int exit_status(const std::string& command) {
+  const int raw = std::system(command.c_str());
+  return WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+}
+
+TEST(Cli, ExecutableExitsWithTwoOnBadInput) {
+  const std::string exe = BUBBLESIM_EXE;
+  EXPECT_EQ(exit_status(exe + " compare -p 0 >/dev/null 2>&1"), 2);
+  EXPECT_EQ(exit_status(exe + " simulate -s nope >/dev/null 2>&1"), 2);
+  EXPECT_EQ(exit_status(exe + " compare >/dev/null 2>&1"), 0);
+}
+
+}  // namespace
+}  // namespace bubblesim::cli

@@ -1,0 +1,292 @@
+// The engine against its oracle, the longest path through the OpGraph, and its events.
+#include "sim/engine.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "sim/op_graph.h"
+#include "tests/sim/test_util.h"
+
+namespace bubblesim::sim {
+namespace {
+
+using testing::generate;
+using testing::uniform_costs;
+
+bool same_timeline(const Timeline& a, const Timeline& b) {
+  if (a.device_ops.size() != b.device_ops.size()) return false;
+  for (std::size_t d = 0; d < a.device_ops.size(); ++d) {
+    if (a.device_ops[d].size() != b.device_ops[d].size()) return false;
+    for (std::size_t i = 0; i < a.device_ops[d].size(); ++i) {
+      if (a.device_ops[d][i].start_ns != b.device_ops[d][i].start_ns ||
+          a.device_ops[d][i].end_ns != b.device_ops[d][i].end_ns) {
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+TimeNs makespan(const Timeline& t) {
+  TimeNs end = 0;
+  for (const auto& ops : t.device_ops) {
+    for (const OpTiming& op : ops)
+      end = std::max(end, op.end_ns);
+  }
+  return end;
+}
+
+// A random schedule that cannot deadlock: ops are appended in an order where every op comes
+// after its data input, to random devices' lists given a random placement.
+Schedule random_schedule(std::mt19937& rng, int devices, int stages, int microbatches) {
+  Schedule s;
+  s.num_microbatches = microbatches;
+  s.device_ops.resize(static_cast<std::size_t>(devices));
+  std::uniform_int_distribution<int> any_device(0, devices - 1);
+  for (int st = 0; st < stages; ++st)
+    s.stage_device.push_back(any_device(rng));
+  const std::vector<int> chunks = s.stage_chunks();
+  std::bernoulli_distribution coin(0.5);
+  std::vector<bool> split(static_cast<std::size_t>(stages * microbatches));
+  for (auto&& x : split)
+    x = coin(rng);
+
+  auto make = [&](Slot slot, int stage, int mb) {
+    const bool is_split = split[static_cast<std::size_t>(stage * microbatches + mb)];
+    const OpKind kind = slot == Slot::Forward  ? OpKind::F
+                        : slot == Slot::Weight ? OpKind::W
+                        : is_split             ? OpKind::B
+                                               : OpKind::BW;
+    return Op{kind, stage, chunks[static_cast<std::size_t>(stage)], mb};
+  };
+  std::vector<Op> ready;
+  for (int mb = 0; mb < microbatches; ++mb)
+    ready.push_back(make(Slot::Forward, 0, mb));
+  while (!ready.empty()) {
+    std::uniform_int_distribution<std::size_t> pick(0, ready.size() - 1);
+    const std::size_t i = pick(rng);
+    const Op op = ready[i];
+    ready.erase(ready.begin() + static_cast<std::ptrdiff_t>(i));
+    s.device_ops[static_cast<std::size_t>(s.stage_device[static_cast<std::size_t>(op.stage)])]
+        .push_back(op);
+    SlotRef out[2];
+    const int n = data_outputs(op.kind, op.stage, stages, out);
+    for (int k = 0; k < n; ++k)
+      ready.push_back(make(out[k].slot, out[k].stage, op.microbatch));
+  }
+  return s;
+}
+
+PerDeviceCostModel random_costs(std::mt19937& rng, int devices) {
+  std::uniform_int_distribution<TimeNs> t(0, 5000);
+  std::vector<DeviceCosts> costs;
+  for (int d = 0; d < devices; ++d)
+    costs.push_back({t(rng), t(rng), t(rng), t(rng) / 4, 1.0, 0.5});
+  return PerDeviceCostModel(costs);
+}
+
+TEST(Engine, MatchesLongestPathOnGeneratedSchedules) {
+  for (const char* name : {"gpipe", "1f1b", "zb-h1", "zb-h2"}) {
+    for (const int p : {1, 2, 5, 8}) {
+      for (const int m : {1, p, 3 * p + 2}) {
+        const Schedule s = generate(name, p, m);
+        // Per-device costs, so that stages differ, with communication.
+        std::vector<DeviceCosts> list;
+        for (int d = 0; d < p; ++d) {
+          list.push_back({1000 + 37 * d, 1500 - 11 * d, 700 + 5 * d, 60 + 13 * d, 1.0, 0.5});
+        }
+        const PerDeviceCostModel costs(list);
+        const Timeline engine = Engine(s, costs).run();
+        const OpGraph graph(s, costs);
+        EXPECT_TRUE(same_timeline(engine, graph.earliest_times()))
+            << name << " p=" << p << " m=" << m;
+        EXPECT_EQ(makespan(engine), graph.critical_path().length_ns) << name;
+      }
+    }
+  }
+}
+
+TEST(Engine, MatchesLongestPathOnRandomValidSchedules) {
+  std::mt19937 rng(20240122);
+  for (int trial = 0; trial < 300; ++trial) {
+    const int devices = 1 + static_cast<int>(rng() % 5);
+    const int stages = 1 + static_cast<int>(rng() % 7);
+    const int m = 1 + static_cast<int>(rng() % 6);
+    const Schedule s = random_schedule(rng, devices, stages, m);
+    ASSERT_NO_THROW(s.validate()) << "trial " << trial;
+    const PerDeviceCostModel costs = random_costs(rng, devices);
+    const Timeline engine = Engine(s, costs).run();
+    const OpGraph graph(s, costs);
+    ASSERT_TRUE(same_timeline(engine, graph.earliest_times())) << "trial " << trial;
+    ASSERT_EQ(makespan(engine), graph.critical_path().length_ns) << "trial " << trial;
+  }
+}
+
+TEST(Engine, HandComputedTimeline) {
+  // p = 2, m = 1, 1F1B: F 1 ms, BW 3 ms, comm 0.5 ms.
+  const Schedule s = generate("1f1b", 2, 1);
+  const auto costs = uniform_costs(2, 1, 2, 1, 0.5);
+  const Timeline t = Engine(s, costs).run();
+  const TimeNs ms = 1'000'000;
+  ASSERT_EQ(t.device_ops[0].size(), 2u);
+  EXPECT_EQ(t.device_ops[0][0].start_ns, 0);
+  EXPECT_EQ(t.device_ops[0][0].end_ns, 1 * ms);
+  EXPECT_EQ(t.device_ops[1][0].start_ns, 3 * ms / 2);  // F arrives after 0.5 ms
+  EXPECT_EQ(t.device_ops[1][1].end_ns, 11 * ms / 2);   // BW right after
+  EXPECT_EQ(t.device_ops[0][1].start_ns, 6 * ms);      // gradient arrives after 0.5 ms
+  EXPECT_EQ(t.device_ops[0][1].end_ns, 9 * ms);
+
+  const Metrics m = compute_metrics(s, t, costs);
+  EXPECT_EQ(m.iteration_time_ns, 9 * ms);
+  EXPECT_EQ(m.max_device_span_ns, 9 * ms);
+  EXPECT_EQ(m.devices[1].span_ns, 4 * ms);
+  EXPECT_EQ(m.devices[0].busy_ns, 4 * ms);
+  EXPECT_DOUBLE_EQ(m.devices[0].bubble_rate, 1.0 - 4.0 / 9.0);
+  EXPECT_DOUBLE_EQ(m.devices[1].bubble_rate, 0.0);
+  EXPECT_DOUBLE_EQ(m.bubble_rate, 1.0 - 8.0 / 18.0);
+  EXPECT_DOUBLE_EQ(m.peak_activation_memory, 1.0);
+}
+
+class Recorder : public EngineObserver {
+ public:
+  void on_op_start(const OpEvent& e) override { record(e.start_ns), ++starts; }
+  void on_op_end(const OpEvent& e) override {
+    record(e.end_ns);
+    ++ends;
+    ends_match &= e.end_ns - e.start_ns == duration(e);
+  }
+  void on_transfer(const TransferEvent& e) override {
+    record(e.start_ns);
+    ++transfers;
+    cross_device &= e.src_device != e.dst_device;
+  }
+  std::function<TimeNs(const OpEvent&)> duration;
+  int starts = 0, ends = 0, transfers = 0;
+  bool ordered = true, ends_match = true, cross_device = true;
+
+ private:
+  void record(TimeNs t) {
+    ordered &= t >= last_;
+    last_ = t;
+  }
+  TimeNs last_ = 0;
+};
+
+TEST(Engine, ObserversSeeEveryEventInTimeOrder) {
+  const int p = 4, m = 8;
+  const Schedule s = generate("zb-h1", p, m);
+  const auto costs = uniform_costs(p, 2, 3, 1, 0.25);
+  Recorder a, b;  // two observers on one engine
+  a.duration = b.duration = [&](const OpEvent& e) { return costs.duration_ns(e.op, e.device); };
+  Engine engine(s, costs);
+  engine.add_observer(a);
+  engine.add_observer(b);
+  engine.run();
+  for (const Recorder* r : {&a, &b}) {
+    EXPECT_EQ(r->starts, 3 * p * m);
+    EXPECT_EQ(r->ends, 3 * p * m);
+    // Forward and backward hops between p stages, for each microbatch.
+    EXPECT_EQ(r->transfers, 2 * (p - 1) * m);
+    EXPECT_TRUE(r->ordered);
+    EXPECT_TRUE(r->ends_match);
+    EXPECT_TRUE(r->cross_device);
+  }
+}
+
+TEST(Engine, TwoEnginesRunIndependently) {
+  const Schedule s1 = generate("1f1b", 3, 5);
+  const Schedule s2 = generate("zb-h2", 3, 6);
+  const auto costs = uniform_costs(3, 1, 1, 1, 0);
+  Engine e1(s1, costs), e2(s2, costs);
+  const Timeline t1 = e1.run();
+  const Timeline t2 = e2.run();
+  EXPECT_TRUE(same_timeline(t1, Engine(s1, costs).run()));
+  // zb-h2 at m >= 2p - 1 with unit costs has no bubble: every device span is 3m; the last
+  // device starts (p - 1) T_F later.
+  EXPECT_EQ(compute_metrics(s2, t2, costs).max_device_span_ns, ms_to_ns(18));
+  EXPECT_EQ(makespan(t2), ms_to_ns(20));
+}
+
+// Device 1 runs the backward of microbatch 0 before the forward it needs.
+Schedule deadlocking_schedule() {
+  Schedule s = generate("1f1b", 2, 2);
+  auto& ops = s.device_ops[1];  // F0 BW0 F1 BW1
+  std::swap(ops[0], ops[1]);    // BW0 F0 F1 BW1
+  return s;
+}
+
+TEST(OpGraph, CycleIsNamed) {
+  const Schedule s = deadlocking_schedule();
+  const auto costs = uniform_costs(2, 1, 1, 1, 0);
+  const OpGraph graph(s, costs);
+  const std::vector<Op> cycle = graph.find_cycle();
+  ASSERT_EQ(cycle.size(), 2u);
+  EXPECT_NE(std::find(cycle.begin(), cycle.end(), Op{OpKind::BW, 1, 0, 0}), cycle.end());
+  EXPECT_NE(std::find(cycle.begin(), cycle.end(), Op{OpKind::F, 1, 0, 0}), cycle.end());
+  EXPECT_THROW(graph.check_acyclic(), DeadlockError);
+  EXPECT_THROW(graph.critical_path(), DeadlockError);
+}
+
+TEST(Engine, DeadlockIsReportedWithTheCycle) {
+  const Schedule s = deadlocking_schedule();
+  const auto costs = uniform_costs(2, 1, 1, 1, 0);
+  try {
+    Engine(s, costs).run();
+    FAIL() << "expected DeadlockError";
+  } catch (const DeadlockError& e) {
+    EXPECT_EQ(e.cycle().size(), 2u);
+    const std::string what = e.what();
+    EXPECT_NE(what.find("schedule deadlocks"), std::string::npos) << what;
+    EXPECT_NE(what.find("BW(stage 1, mb 0)"), std::string::npos) << what;
+    EXPECT_NE(what.find("F(stage 1, mb 0)"), std::string::npos) << what;
+  }
+}
+
+TEST(Engine, LongCycleAcrossDevicesIsFound) {
+  // Every device runs its backward before its forward: the cycle spans all stages.
+  Schedule s = generate("gpipe", 3, 1);
+  for (auto& ops : s.device_ops)
+    std::swap(ops[0], ops[1]);
+  const auto costs = uniform_costs(3, 1, 1, 1, 0);
+  try {
+    Engine(s, costs).run();
+    FAIL();
+  } catch (const DeadlockError& e) {
+    EXPECT_GE(e.cycle().size(), 2u);
+  }
+}
+
+TEST(Engine, InvalidScheduleIsRejectedBeforeRunning) {
+  Schedule s = generate("1f1b", 2, 2);
+  s.device_ops[0].pop_back();
+  EXPECT_THROW(Engine(s, uniform_costs(2, 1, 1, 1, 0)).run(), MissingOpError);
+}
+
+TEST(OpGraph, CriticalPathOfOneFOneBStartsAndEndsOnDeviceZero) {
+  const int p = 4, m = 8;
+  const Schedule s = generate("1f1b", p, m);
+  const auto costs = uniform_costs(p, 1, 1, 1, 0);
+  const CriticalPath path = OpGraph(s, costs).critical_path();
+  EXPECT_EQ(path.length_ns, ms_to_ns(m * 3 + (p - 1) * 3));
+  ASSERT_FALSE(path.ops.empty());
+  EXPECT_EQ(path.ops.front(), (Op{OpKind::F, 0, 0, 0}));
+  EXPECT_EQ(path.ops.back(), (Op{OpKind::BW, 0, 0, m - 1}));
+  // Durations along the chain add up to the length (no communication here).
+  TimeNs sum = 0;
+  for (const Op& op : path.ops)
+    sum += costs.duration_ns(op, op.stage);
+  EXPECT_EQ(sum, path.length_ns);
+}
+
+TEST(OpGraph, CountsVerticesAndEdges) {
+  const int p = 3, m = 4;
+  const Schedule s = generate("zb-h1", p, m);
+  const OpGraph graph(s, uniform_costs(p, 1, 1, 1, 0));
+  EXPECT_EQ(graph.num_ops(), static_cast<std::size_t>(3 * p * m));
+  // Device order: ops - devices. Data: every op but F of stage 0 has one input.
+  EXPECT_EQ(graph.num_edges(), static_cast<std::size_t>((3 * p * m - p) + (3 * p * m - m)));
+}
+
+}  // namespace
+}  // namespace bubblesim::sim
