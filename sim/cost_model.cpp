@@ -19,12 +19,6 @@ PerDeviceCostModel PerDeviceCostModel::uniform(const DeviceCosts& costs, int num
   return PerDeviceCostModel(std::vector<DeviceCosts>(static_cast<std::size_t>(num_devices), costs));
 }
 
-const DeviceCosts& PerDeviceCostModel::at(int device) const {
-  BUBBLESIM_CHECK(device >= 0 && static_cast<std::size_t>(device) < devices_.size(),
-                  "device " + std::to_string(device) + " has no costs");
-  return devices_[static_cast<std::size_t>(device)];
-}
-
 TimeNs PerDeviceCostModel::duration_ns(const Op& op, int device) const {
   const DeviceCosts& c = at(device);
   switch (op.kind) {

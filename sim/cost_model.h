@@ -3,7 +3,10 @@
 // where the numbers come from (uniform inputs, per-device lists, later traces and models).
 #pragma once
 
+#include <string>
 #include <vector>
+
+#include "sim/error.h"
 
 #include "sim/op.h"
 
@@ -49,7 +52,11 @@ class PerDeviceCostModel final : public CostModel {
   const std::vector<DeviceCosts>& devices() const { return devices_; }
 
  private:
-  const DeviceCosts& at(int device) const;
+  const DeviceCosts& at(int device) const {
+    BUBBLESIM_CHECK(device >= 0 && static_cast<std::size_t>(device) < devices_.size(),
+                    "device " + std::to_string(device) + " has no costs");
+    return devices_[static_cast<std::size_t>(device)];
+  }
 
   std::vector<DeviceCosts> devices_;
 };

@@ -3,8 +3,10 @@
 // What is modelled: every device runs its ops in schedule order on one compute stream. An op
 // starts when the device is free and its data input (DESIGN.md §3) has arrived; an input made
 // on another device arrives CostModel::transfer_ns after its producer ends, and the transfer
-// occupies neither compute stream (no link contention yet). Times are integer nanoseconds, so
-// a run is exact and deterministic; events at equal times are handled first-in, first-out.
+// occupies neither compute stream (no link contention yet). The events are an op's end and a
+// device waking up when the input of its next op arrives; they are handled in time order.
+// Times are integer nanoseconds, so a run is exact and deterministic; events at equal times
+// are handled in an order fixed by the input alone.
 #pragma once
 
 #include <cstddef>

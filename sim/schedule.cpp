@@ -51,45 +51,61 @@ void Schedule::validate() const {
   check_placement(*this);
   const std::vector<int> chunks = stage_chunks();
   const OpSlots slots(num_stages(), num_microbatches);
-  std::vector<Position> seen(slots.size());
-  std::vector<OpKind> seen_kind(slots.size(), OpKind::F);
+  // Per slot: 0 while unseen, else 1 + the kind of the op that took it. One byte per slot
+  // keeps validation cheap next to simulation; positions are looked up only for errors.
+  std::vector<std::uint8_t> seen(slots.size(), 0);
+  auto first_position = [&](std::size_t slot) {
+    for (int d = 0; d < num_devices(); ++d) {
+      const auto& ops = device_ops[static_cast<std::size_t>(d)];
+      for (std::size_t i = 0; i < ops.size(); ++i) {
+        if (slots(ops[i]) == slot) return Position{d, i};
+      }
+    }
+    return Position{};
+  };
 
+  // The hot loop reads plain locals: unsigned compares check both ends of each range.
+  const auto stages = static_cast<std::uint32_t>(num_stages());
+  const auto microbatches = static_cast<std::uint32_t>(num_microbatches);
+  const int* placement = stage_device.data();
+  const int* chunk_of = chunks.data();
+  std::uint8_t* taken = seen.data();
   for (int d = 0; d < num_devices(); ++d) {
     const auto& ops = device_ops[static_cast<std::size_t>(d)];
-    for (std::size_t i = 0; i < ops.size(); ++i) {
+    const std::size_t count = ops.size();
+    for (std::size_t i = 0; i < count; ++i) {
       const Op& op = ops[i];
-      const Position here{d, i};
-      if (op.stage < 0 || op.stage >= num_stages() || op.microbatch < 0 ||
-          op.microbatch >= num_microbatches || static_cast<int>(op.kind) >= kNumOpKinds) {
-        throw PlacementError(to_string(op) + " at " + where(here) +
+      if (static_cast<std::uint32_t>(op.stage) >= stages ||
+          static_cast<std::uint32_t>(op.microbatch) >= microbatches ||
+          static_cast<unsigned>(op.kind) >= kNumOpKinds) {
+        throw PlacementError(to_string(op) + " at " + where({d, i}) +
                              " is out of range: " + std::to_string(num_stages()) + " stages, " +
                              std::to_string(num_microbatches) + " microbatches");
       }
-      const auto stage = static_cast<std::size_t>(op.stage);
-      if (stage_device[stage] != d) {
+      if (placement[op.stage] != d) {
         throw PlacementError("stage " + std::to_string(op.stage) +
                              " is on two devices: placed on device " +
-                             std::to_string(stage_device[stage]) + ", but " + where(here) +
+                             std::to_string(placement[op.stage]) + ", but " + where({d, i}) +
                              " runs " + to_string(op));
       }
-      if (op.chunk != chunks[stage]) {
-        throw PlacementError(to_string(op) + " at " + where(here) + " says chunk " +
+      if (op.chunk != chunk_of[op.stage]) {
+        throw PlacementError(to_string(op) + " at " + where({d, i}) + " says chunk " +
                              std::to_string(op.chunk) + ", but stage " + std::to_string(op.stage) +
-                             " is chunk " + std::to_string(chunks[stage]) + " of device " +
+                             " is chunk " + std::to_string(chunk_of[op.stage]) + " of device " +
                              std::to_string(d));
       }
       const std::size_t slot = slots(op);
-      if (seen[slot].device >= 0) {
+      if (taken[slot] != 0) {
         Op other = op;
-        other.kind = seen_kind[slot];
-        throw DuplicateOpError(
-            other.kind == op.kind
-                ? to_string(op) + " appears twice: at " + where(seen[slot]) + " and " + where(here)
-                : "backward runs twice: " + to_string(other) + " at " + where(seen[slot]) +
-                      " and " + to_string(op) + " at " + where(here));
+        other.kind = static_cast<OpKind>(taken[slot] - 1);
+        const std::string first = where(first_position(slot));
+        throw DuplicateOpError(other.kind == op.kind
+                                   ? to_string(op) + " appears twice: at " + first + " and " +
+                                         where({d, i})
+                                   : "backward runs twice: " + to_string(other) + " at " + first +
+                                         " and " + to_string(op) + " at " + where({d, i}));
       }
-      seen[slot] = here;
-      seen_kind[slot] = op.kind;
+      taken[slot] = static_cast<std::uint8_t>(static_cast<int>(op.kind) + 1);
     }
   }
 
@@ -98,16 +114,15 @@ void Schedule::validate() const {
       auto named = [&](OpKind kind) {
         return to_string(Op{kind, stage, chunks[static_cast<std::size_t>(stage)], mb});
       };
-      const std::size_t back = slots(Slot::Backward, stage, mb);
-      const bool has_f = seen[slots(Slot::Forward, stage, mb)].device >= 0;
-      const bool has_back = seen[back].device >= 0;
-      const bool has_w = seen[slots(Slot::Weight, stage, mb)].device >= 0;
-      const bool split = has_back && seen_kind[back] == OpKind::B;
+      const std::uint8_t back = seen[slots(Slot::Backward, stage, mb)];
+      const bool has_f = seen[slots(Slot::Forward, stage, mb)] != 0;
+      const bool has_w = seen[slots(Slot::Weight, stage, mb)] != 0;
+      const bool split = back == static_cast<int>(OpKind::B) + 1;
       if (!has_f) throw MissingOpError("missing op " + named(OpKind::F));
-      if (!has_back && has_w) {
+      if (back == 0 && has_w) {
         throw MissingOpError("missing op " + named(OpKind::B) + " before " + named(OpKind::W));
       }
-      if (!has_back) {
+      if (back == 0) {
         throw MissingOpError("missing op " + named(OpKind::BW) + " (or " + named(OpKind::B) +
                              " and " + named(OpKind::W) + ")");
       }
@@ -120,45 +135,6 @@ void Schedule::validate() const {
       }
     }
   }
-}
-
-bool data_input(OpKind kind, int stage, int num_stages, SlotRef& input) {
-  switch (kind) {
-    case OpKind::F:
-      if (stage == 0) return false;
-      input = {Slot::Forward, stage - 1};
-      return true;
-    case OpKind::B:
-    case OpKind::BW:
-      input = stage + 1 < num_stages ? SlotRef{Slot::Backward, stage + 1}
-                                     : SlotRef{Slot::Forward, stage};
-      return true;
-    case OpKind::W:
-      input = {Slot::Backward, stage};
-      return true;
-  }
-  return false;
-}
-
-int data_outputs(OpKind kind, int stage, int num_stages, SlotRef out[2]) {
-  switch (kind) {
-    case OpKind::F:
-      out[0] = stage + 1 < num_stages ? SlotRef{Slot::Forward, stage + 1}
-                                      : SlotRef{Slot::Backward, stage};
-      return 1;
-    case OpKind::B:
-      out[0] = {Slot::Weight, stage};
-      if (stage == 0) return 1;
-      out[1] = {Slot::Backward, stage - 1};
-      return 2;
-    case OpKind::BW:
-      if (stage == 0) return 0;
-      out[0] = {Slot::Backward, stage - 1};
-      return 1;
-    case OpKind::W:
-      return 0;
-  }
-  return 0;
 }
 
 }  // namespace bubblesim::sim

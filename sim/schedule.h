@@ -90,9 +90,45 @@ struct SlotRef {
   Slot slot;
   int stage;
 };
-// Returns false when the op has no data input (F of stage 0).
-bool data_input(OpKind kind, int stage, int num_stages, SlotRef& input);
-// Writes the consumers of an op into out[0..n) and returns n (at most 2).
-int data_outputs(OpKind kind, int stage, int num_stages, SlotRef out[2]);
+// data_input returns false when the op has no data input (F of stage 0).
+// data_outputs writes the consumers of an op into out[0..n) and returns n (at most 2).
+inline bool data_input(OpKind kind, int stage, int num_stages, SlotRef& input) {
+  switch (kind) {
+    case OpKind::F:
+      if (stage == 0) return false;
+      input = {Slot::Forward, stage - 1};
+      return true;
+    case OpKind::B:
+    case OpKind::BW:
+      input = stage + 1 < num_stages ? SlotRef{Slot::Backward, stage + 1}
+                                     : SlotRef{Slot::Forward, stage};
+      return true;
+    case OpKind::W:
+      input = {Slot::Backward, stage};
+      return true;
+  }
+  return false;
+}
+
+inline int data_outputs(OpKind kind, int stage, int num_stages, SlotRef out[2]) {
+  switch (kind) {
+    case OpKind::F:
+      out[0] = stage + 1 < num_stages ? SlotRef{Slot::Forward, stage + 1}
+                                      : SlotRef{Slot::Backward, stage};
+      return 1;
+    case OpKind::B:
+      out[0] = {Slot::Weight, stage};
+      if (stage == 0) return 1;
+      out[1] = {Slot::Backward, stage - 1};
+      return 2;
+    case OpKind::BW:
+      if (stage == 0) return 0;
+      out[0] = {Slot::Backward, stage - 1};
+      return 1;
+    case OpKind::W:
+      return 0;
+  }
+  return 0;
+}
 
 }  // namespace bubblesim::sim

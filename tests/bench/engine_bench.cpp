@@ -1,0 +1,117 @@
+// Engine throughput and memory per op (issue 2's benchmark). Run by hand:
+//   cmake --build build --target bubblesim_bench && ./build/tests/bubblesim_bench
+// Never part of the test suite.
+#include <benchmark/benchmark.h>
+#include <malloc.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <new>
+
+#include "sim/cost_model.h"
+#include "sim/engine.h"
+#include "sim/schedules/handcrafted.h"
+
+namespace {
+
+// Live heap bytes, to report the peak memory a run needs per op.
+std::atomic<std::size_t> g_live{0};
+std::atomic<std::size_t> g_peak{0};
+
+void track(std::ptrdiff_t delta) {
+  const std::size_t live =
+      g_live.fetch_add(static_cast<std::size_t>(delta)) + static_cast<std::size_t>(delta);
+  std::size_t peak = g_peak.load();
+  while (live > peak && !g_peak.compare_exchange_weak(peak, live)) {
+  }
+}
+
+}  // namespace
+
+void* operator new(std::size_t size) {
+  void* p = std::malloc(size == 0 ? 1 : size);
+  if (p == nullptr) throw std::bad_alloc();
+  track(static_cast<std::ptrdiff_t>(malloc_usable_size(p)));
+  return p;
+}
+void operator delete(void* p) noexcept {
+  if (p == nullptr) return;
+  track(-static_cast<std::ptrdiff_t>(malloc_usable_size(p)));
+  std::free(p);
+}
+void operator delete(void* p, std::size_t) noexcept {
+  operator delete(p);
+}
+
+namespace {
+
+using bubblesim::sim::ScheduleParams;
+using bubblesim::sim::ScheduleRegistry;
+
+const ScheduleRegistry& registry() {
+  static const ScheduleRegistry r = [] {
+    ScheduleRegistry reg;
+    bubblesim::sim::add_handcrafted_schedules(reg);
+    return reg;
+  }();
+  return r;
+}
+
+bubblesim::sim::PerDeviceCostModel costs(int p) {
+  using bubblesim::sim::ms_to_ns;
+  return bubblesim::sim::PerDeviceCostModel::uniform(
+      {ms_to_ns(18.522), ms_to_ns(18.086), ms_to_ns(9.337), ms_to_ns(0.601), 1.0, 0.5}, p);
+}
+
+// Simulation only: the schedule is generated once, outside the timed loop.
+void BM_Simulate(benchmark::State& state, const char* name) {
+  const int p = static_cast<int>(state.range(0));
+  const int m = static_cast<int>(state.range(1));
+  const auto schedule = registry().get(name).generate(ScheduleParams{p, m, 1});
+  const auto model = costs(p);
+  for (auto _ : state) {
+    auto timeline = bubblesim::sim::Engine(schedule, model).run();
+    benchmark::DoNotOptimize(timeline);
+  }
+  const auto ops = static_cast<double>(schedule.num_ops());
+  state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(schedule.num_ops()));
+  state.counters["ops"] = ops;
+}
+
+// Peak heap per op of schedule + engine state + timeline, from generation to the end of a run.
+void BM_BytesPerOp(benchmark::State& state, const char* name) {
+  const int p = static_cast<int>(state.range(0));
+  const int m = static_cast<int>(state.range(1));
+  const auto model = costs(p);
+  double per_op = 0;
+  for (auto _ : state) {
+    const std::size_t base = g_live.load();
+    g_peak.store(base);
+    const auto schedule = registry().get(name).generate(ScheduleParams{p, m, 1});
+    auto timeline = bubblesim::sim::Engine(schedule, model).run();
+    benchmark::DoNotOptimize(timeline);
+    per_op = static_cast<double>(g_peak.load() - base) / static_cast<double>(schedule.num_ops());
+  }
+  state.counters["bytes_per_op"] = per_op;
+}
+
+}  // namespace
+
+BENCHMARK_CAPTURE(BM_Simulate, 1f1b, "1f1b")
+    ->Args({64, 4096})
+    ->Args({8, 64})
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Simulate, zb_h1, "zb-h1")
+    ->Args({64, 4096})
+    ->Args({8, 64})
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_BytesPerOp, 1f1b, "1f1b")
+    ->Args({64, 4096})
+    ->Iterations(3)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_BytesPerOp, zb_h1, "zb-h1")
+    ->Args({64, 4096})
+    ->Iterations(3)
+    ->Unit(benchmark::kMillisecond);
+
+BENCHMARK_MAIN();
