@@ -120,6 +120,12 @@ TEST(Engine, MatchesLongestPathOnRandomValidSchedules) {
     const OpGraph graph(s, costs);
     ASSERT_TRUE(same_timeline(engine, graph.earliest_times())) << "trial " << trial;
     ASSERT_EQ(makespan(engine), graph.critical_path().length_ns) << "trial " << trial;
+    // With an observer the engine wakes devices up for their starts instead of committing
+    // them early: the timeline must not change.
+    EngineObserver watcher;
+    Engine watched(s, costs);
+    watched.add_observer(watcher);
+    ASSERT_TRUE(same_timeline(watched.run(), engine)) << "trial " << trial;
   }
 }
 
