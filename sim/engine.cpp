@@ -13,56 +13,73 @@ namespace {
 constexpr TimeNs kNever = std::numeric_limits<TimeNs>::max();
 
 // The event queue: each device has at most one next event (its running op ends, or it wakes
-// up when the input of its next op arrives), so the queue is a tournament tree over devices.
-// An update is one walk from a leaf to the root; ties go to the lower device index, so the
-// order of events is a function of the input alone.
+// up when the input of its next op arrives), so the queue is a tournament tree over devices
+// with 8 children per node: an update recomputes one minimum of 8 per level, and the 8
+// comparisons of a level are independent of each other. Ties go to the lower device index,
+// so the order of events is a function of the input alone.
 class DeviceEvents {
  public:
   explicit DeviceEvents(std::size_t devices) {
-    while (leaves_ < devices)
-      leaves_ *= 2;
-    node_.resize(2 * leaves_);
-    for (std::size_t i = 0; i < leaves_; ++i)
-      node_[leaves_ + i] = Entry{kNever, i};
-    for (std::size_t n = leaves_ - 1; n >= 1; --n) {
-      node_[n] = node_[2 * n + 1].time_ns < node_[2 * n].time_ns ? node_[2 * n + 1] : node_[2 * n];
+    // Each level holds a multiple of 8 entries; the last one exactly 8, under the root.
+    std::size_t width = std::max<std::size_t>(devices, 1);
+    do {
+      width = (width + kFanout - 1) / kFanout * kFanout;
+      levels_.emplace_back(width, Entry{kNever, 0});
+      width /= kFanout;
+    } while (width > 1);
+    for (std::size_t i = 0; i < levels_[0].size(); ++i)
+      levels_[0][i].device = i;
+    for (std::size_t l = 1; l < levels_.size(); ++l) {
+      for (std::size_t i = 0; i < levels_[l - 1].size() / kFanout; ++i) {
+        levels_[l][i] = min_of(levels_[l - 1], i);
+      }
     }
+    root_ = min_of(levels_.back(), 0);
   }
 
-  std::size_t next_device() const { return node_[1].device; }
-  TimeNs next_time() const { return node_[1].time_ns; }
+  std::size_t next_device() const { return root_.device; }
+  TimeNs next_time() const { return root_.time_ns; }
 
   void set(std::size_t device, TimeNs time_ns) {
-    // Carry the winner up in registers, reading only the sibling at each level; on a tie the
-    // left subtree (lower device indices) wins. Branch-free: the comparisons are unpredictable.
-    std::size_t n = leaves_ + device;
-    TimeNs best_ns = time_ns;
-    std::size_t best = device;
-    node_[n] = Entry{best_ns, best};
-    for (; n > 1; n /= 2) {
-      const Entry sibling = node_[n ^ 1];
-      const bool sibling_is_left = (n & 1) != 0;
-      const bool take =
-          sibling.time_ns < best_ns || (sibling_is_left && sibling.time_ns == best_ns);
-      best_ns = take ? sibling.time_ns : best_ns;
-      best = take ? sibling.device : best;
-      Entry& parent = node_[n / 2];
-      // Nothing above changes when this node keeps its winner (common when a waiting
-      // device gets a late event).
-      if (parent.device == best && parent.time_ns == best_ns) break;
-      parent = Entry{best_ns, best};
+    levels_[0][device].time_ns = time_ns;
+    std::size_t i = device / kFanout;
+    for (std::size_t l = 1; l < levels_.size(); ++l, i /= kFanout) {
+      levels_[l][i] = min_of(levels_[l - 1], i);
     }
+    root_ = min_of(levels_.back(), 0);
   }
 
  private:
+  static constexpr std::size_t kFanout = 8;
   struct Entry {
-    TimeNs time_ns;  // the device's next event, kNever if none
+    TimeNs time_ns;  // the earliest event below, kNever if none
     std::size_t device;
   };
-  std::size_t leaves_ = 1;
-  std::vector<Entry> node_;  // node_[leaves_ + d]: device d; node_[n]: the earliest below n
+
+  // The earliest of children [8 group, 8 group + 8); the first wins ties. A pairwise
+  // reduction, so that the comparisons form a tree of depth 3 rather than a chain of 7.
+  static Entry min_of(const std::vector<Entry>& level, std::size_t group) {
+    const Entry* c = level.data() + group * kFanout;
+    const Entry a = earlier(earlier(c[0], c[1]), earlier(c[2], c[3]));
+    const Entry b = earlier(earlier(c[4], c[5]), earlier(c[6], c[7]));
+    return earlier(a, b);
+  }
+  // `first` unless `second` is strictly earlier.
+  static Entry earlier(const Entry& first, const Entry& second) {
+    const bool take = second.time_ns < first.time_ns;
+    return Entry{take ? second.time_ns : first.time_ns, take ? second.device : first.device};
+  }
+
+  std::vector<std::vector<Entry>> levels_;  // levels_[0]: one entry per device, padded to 8
+  Entry root_{kNever, 0};
 };
 
+// One run of the engine. kWatched: observers are attached, so every start, end and transfer
+// is reported at its time. Without observers nothing needs to see those moments, and the run
+// commits each op as soon as its start is known: its end, and when its outputs reach their
+// consumers, are then known too and are published at once. The timeline is the same either
+// way (the tests check it); unwatched runs just need fewer events.
+template <bool kWatched>
 class Run {
  public:
   Run(const Schedule& schedule, const CostModel& costs,
@@ -75,8 +92,9 @@ class Run {
         devices_(static_cast<std::size_t>(schedule.num_devices())),
         events_(devices_.size()) {
     // The forwards of stage 0 have no input: ready from the start.
-    for (int mb = 0; mb < s_.num_microbatches; ++mb)
+    for (int mb = 0; mb < s_.num_microbatches; ++mb) {
       ready_ns_[slots_(Slot::Forward, 0, mb)] = 0;
+    }
     timeline_.device_ops.resize(devices_.size());
     for (std::size_t d = 0; d < devices_.size(); ++d) {
       const auto& ops = s_.device_ops[d];
@@ -89,11 +107,13 @@ class Run {
   Timeline run() {
     for (std::size_t d = 0; d < devices_.size(); ++d)
       schedule_next(d, 0);
+    wake_waiting(0);
     while (events_.next_time() != kNever) {
       const std::size_t d = events_.next_device();
       const TimeNs now = events_.next_time();
       if (devices_[d].busy) finish(d, now);
       schedule_next(d, now);  // the device is idle now: start or wait for its next op
+      wake_waiting(now);
     }
     if (finished_ != s_.num_ops()) report_deadlock();
     return std::move(timeline_);
@@ -108,10 +128,10 @@ class Run {
     const Op* end = nullptr;
     OpTiming* timing = nullptr;  // timing of `next`
     bool busy = false;
-    std::size_t waiting_for = kNoSlot;  // idle until the producer of this slot ends
+    std::size_t waiting_for = kNoSlot;  // idle until the input in this slot is published
   };
 
-  // Device d is idle at `now`: start its next op if the input is there, else wait for it.
+  // Device d is idle at `now`: start its next op if its input is known, else wait for it.
   void schedule_next(std::size_t d, TimeNs now) {
     Device& dev = devices_[d];
     if (dev.next == dev.end) {
@@ -121,67 +141,92 @@ class Run {
     const Op& op = *dev.next;
     const std::size_t slot = slots_(op);
     const TimeNs ready = ready_ns_[slot];
-    dev.waiting_for = kNoSlot;
     if (ready == kNever) {
-      dev.waiting_for = slot;  // the producer has not ended: its finish() wakes us
+      dev.waiting_for = slot;  // publish() wakes the device up
       events_.set(d, kNever);
       return;
     }
-    if (ready > now && !observers_.empty()) {
+    if (kWatched && ready > now) {
       events_.set(d, ready);  // wake up when the input arrives, to report the start on time
       return;
     }
-    // Nobody watches the start: commit it now, at its known time, and save an event.
+    // `now` is when the device became idle (or later, when it was woken up, but then the
+    // input arrives later still), so the op starts at max(now, ready).
     const TimeNs start = std::max(now, ready);
     const TimeNs end = start + costs_.duration_ns(op, static_cast<int>(d));
     *dev.timing = OpTiming{start, end};
     dev.busy = true;
     events_.set(d, end);
     // Devices interleave their ops, so each device is its own stream through memory: fetch
-    // what this device needs next while its op runs and the other devices are handled.
+    // what this device needs next while the other devices are handled.
     if (dev.next + 1 != dev.end) {
+      const Op& next = dev.next[1];
       __builtin_prefetch(dev.next + 4);
-      __builtin_prefetch(&ready_ns_[slots_(dev.next[1])]);
+      __builtin_prefetch(dev.timing + 4, 1);
+      __builtin_prefetch(&ready_ns_[slots_(next)]);
+      SlotRef out[2];
+      const int n = data_outputs(next.kind, next.stage, s_.num_stages(), out);
+      for (int i = 0; i < n; ++i) {
+        __builtin_prefetch(&ready_ns_[slots_(out[i].slot, out[i].stage, next.microbatch)], 1);
+      }
     }
-    if (!observers_.empty()) {
+    if constexpr (kWatched) {
       const OpEvent event{op, static_cast<int>(d), index(dev), start, end};
       for (EngineObserver* o : observers_)
         o->on_op_start(event);
+    } else {
+      publish(op, static_cast<int>(d), end);
     }
   }
 
-  // The running op of device d ends at `now`: its outputs leave for their consumers.
+  // The running op of device d ends at `now`.
   void finish(std::size_t d, TimeNs now) {
     Device& dev = devices_[d];
-    const Op& op = *dev.next;
-    const int device = static_cast<int>(d);
-    if (!observers_.empty()) {
-      const OpEvent event{op, device, index(dev), dev.timing->start_ns, now};
+    if constexpr (kWatched) {
+      const Op& op = *dev.next;
+      const OpEvent event{op, static_cast<int>(d), index(dev), dev.timing->start_ns, now};
       for (EngineObserver* o : observers_)
         o->on_op_end(event);
+      publish(op, static_cast<int>(d), now);
     }
     ++dev.next;
     ++dev.timing;
     dev.busy = false;
     ++finished_;
+  }
+
+  // The outputs of `op`, which ends at `end_ns` on `device`, leave for their consumers.
+  void publish(const Op& op, int device, TimeNs end_ns) {
     SlotRef out[2];
     const int n = data_outputs(op.kind, op.stage, s_.num_stages(), out);
     for (int i = 0; i < n; ++i) {
       const std::size_t slot = slots_(out[i].slot, out[i].stage, op.microbatch);
       const int dst = s_.stage_device[static_cast<std::size_t>(out[i].stage)];
       if (dst == device) {
-        ready_ns_[slot] = now;
+        ready_ns_[slot] = end_ns;
         continue;
       }
-      const TimeNs arrival = now + costs_.transfer_ns(device, dst);
+      const TimeNs arrival = end_ns + costs_.transfer_ns(device, dst);
       ready_ns_[slot] = arrival;
-      if (!observers_.empty()) {
-        const TransferEvent event{op, device, dst, now, arrival};
+      if constexpr (kWatched) {
+        const TransferEvent event{op, device, dst, end_ns, arrival};
         for (EngineObserver* o : observers_)
           o->on_transfer(event);
       }
       const auto c = static_cast<std::size_t>(dst);
-      if (devices_[c].waiting_for == slot) schedule_next(c, now);
+      if (devices_[c].waiting_for == slot) {
+        devices_[c].waiting_for = kNoSlot;
+        woken_.push_back(c);
+      }
+    }
+  }
+
+  // Schedules the devices whose input was published; unwatched, their starts publish more.
+  void wake_waiting(TimeNs now) {
+    while (!woken_.empty()) {
+      const std::size_t c = woken_.back();
+      woken_.pop_back();
+      schedule_next(c, now);
     }
   }
 
@@ -201,6 +246,7 @@ class Run {
   std::vector<TimeNs> ready_ns_;  // per slot: when the op's input is there (kNever: not yet)
   std::vector<Device> devices_;
   DeviceEvents events_;
+  std::vector<std::size_t> woken_;  // devices whose awaited input was just published
   std::size_t finished_ = 0;
   Timeline timeline_;
 };
@@ -209,7 +255,8 @@ class Run {
 
 Timeline Engine::run() {
   schedule_.validate();
-  return Run(schedule_, costs_, observers_).run();
+  if (observers_.empty()) return Run<false>(schedule_, costs_, observers_).run();
+  return Run<true>(schedule_, costs_, observers_).run();
 }
 
 }  // namespace bubblesim::sim

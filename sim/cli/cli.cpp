@@ -96,9 +96,9 @@ int cmd_schedules(const std::vector<std::string>& args, std::ostream& out) {
   po::variables_map vm;
   if (!parse(args, desc, vm, out, "usage: bubblesim schedules\n\nLists every schedule.")) return 0;
   const sim::ScheduleRegistry registry = make_registry();
-  fmt::print(out, "{:<8}  {:<40}  {}\n", "name", "parameters", "description");
+  fmt::print(out, "{:<8}  {:<16}  {}\n", "name", "parameters", "description");
   for (const sim::ScheduleGenerator* g : registry.all()) {
-    fmt::print(out, "{:<8}  {:<40}  {}\n", g->name(), g->parameters(), g->description());
+    fmt::print(out, "{:<8}  {:<16}  {}\n", g->name(), g->parameters(), g->description());
   }
   return 0;
 }

@@ -86,6 +86,10 @@ RunInputs read_run_inputs(const po::variables_map& vm) {
   in.params.microbatches = vm["microbatches"].as<int>();
   in.params.chunks = vm["chunks"].as<int>();
   in.json = vm["json"].as<bool>();
+  in.default_example = true;
+  for (const char* name : {"pp", "microbatches", "f", "b", "w", "comm"}) {
+    in.default_example = in.default_example && vm[name].defaulted();
+  }
   sim::require_pipeline(in.params);
 
   const int p = in.params.pp;

@@ -17,6 +17,7 @@ struct RunInputs {
   sim::ScheduleParams params;
   std::vector<sim::DeviceCosts> device_costs;  // one per device
   bool json = false;
+  bool default_example = false;  // p, m and all times left at the embedded example's values
 };
 
 // The embedded default example: the zero-bubble paper's 1.5B model at p = 8, m = 24

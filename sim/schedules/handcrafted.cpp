@@ -127,11 +127,10 @@ class ZbH2 final : public ScheduleGenerator {
  public:
   std::string_view name() const override { return "zb-h2"; }
   std::string_view description() const override {
-    return "zero-bubble H2: more warm-up forwards, W in the bubbles; peak (2p-1)*M_B";
+    return "zero-bubble H2: more warm-up forwards, W in the bubbles; peak (2p-1)*M_B "
+           "(warm-up capped at m when m < 2p-1)";
   }
-  std::string_view parameters() const override {
-    return "p >= 1, m >= 1 (closed-form bubble for m >= 2p; warm-up capped at m below)";
-  }
+  std::string_view parameters() const override { return "p >= 1, m >= 1"; }
   Schedule generate(const ScheduleParams& params) const override {
     require_pipeline(params);
     require_single_chunk(params, name());

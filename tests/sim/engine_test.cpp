@@ -88,7 +88,8 @@ PerDeviceCostModel random_costs(std::mt19937& rng, int devices) {
 
 TEST(Engine, MatchesLongestPathOnGeneratedSchedules) {
   for (const char* name : {"gpipe", "1f1b", "zb-h1", "zb-h2"}) {
-    for (const int p : {1, 2, 5, 8}) {
+    // Up to 8 devices the event tree is one node; 9, 64 and 65 need two and three levels.
+    for (const int p : {1, 2, 5, 8, 9, 64, 65}) {
       for (const int m : {1, p, 3 * p + 2}) {
         const Schedule s = generate(name, p, m);
         // Per-device costs, so that stages differ, with communication.
@@ -110,8 +111,8 @@ TEST(Engine, MatchesLongestPathOnGeneratedSchedules) {
 TEST(Engine, MatchesLongestPathOnRandomValidSchedules) {
   std::mt19937 rng(20240122);
   for (int trial = 0; trial < 300; ++trial) {
-    const int devices = 1 + static_cast<int>(rng() % 5);
-    const int stages = 1 + static_cast<int>(rng() % 7);
+    const int devices = 1 + static_cast<int>(rng() % (trial % 10 == 0 ? 20 : 5));
+    const int stages = 1 + static_cast<int>(rng() % (trial % 10 == 0 ? 30 : 7));
     const int m = 1 + static_cast<int>(rng() % 6);
     const Schedule s = random_schedule(rng, devices, stages, m);
     ASSERT_NO_THROW(s.validate()) << "trial " << trial;

@@ -18,6 +18,10 @@ struct Costs {
   double f, b, w, comm;
 };
 
+void PrintTo(const Costs& c, std::ostream* os) {
+  *os << "F " << c.f << " B " << c.b << " W " << c.w << " comm " << c.comm;
+}
+
 // Unequal costs in the paper's regime (T_W <= T_F, T_B): B slower than F, and F slower than B.
 constexpr Costs kCosts[] = {{5, 7, 3, 0}, {6, 5, 2, 0}, {18.522, 18.086, 9.337, 0}};
 
