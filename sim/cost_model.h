@@ -45,20 +45,31 @@ class PerDeviceCostModel final : public CostModel {
   explicit PerDeviceCostModel(std::vector<DeviceCosts> devices);
   static PerDeviceCostModel uniform(const DeviceCosts& costs, int num_devices);
 
-  TimeNs duration_ns(const Op& op, int device) const override;
-  TimeNs transfer_ns(int src_device, int dst_device) const override;
-  double activation_delta(const Op& op, int device) const override;
+  // Table look-ups: these run once per op in the engine's inner loop.
+  TimeNs duration_ns(const Op& op, int device) const override {
+    return durations_[checked(device) * kNumOpKinds + static_cast<std::size_t>(op.kind)];
+  }
+  TimeNs transfer_ns(int src_device, int /*dst_device*/) const override {
+    return devices_[checked(src_device)].comm_ns;
+  }
+  double activation_delta(const Op& op, int device) const override {
+    return deltas_[checked(device) * kNumOpKinds + static_cast<std::size_t>(op.kind)];
+  }
 
   const std::vector<DeviceCosts>& devices() const { return devices_; }
 
  private:
-  const DeviceCosts& at(int device) const {
-    BUBBLESIM_CHECK(device >= 0 && static_cast<std::size_t>(device) < devices_.size(),
-                    "device " + std::to_string(device) + " has no costs");
-    return devices_[static_cast<std::size_t>(device)];
+  std::size_t checked(int device) const {
+    const auto d = static_cast<std::size_t>(device);
+    if (d >= devices_.size()) [[unlikely]]
+      throw_no_costs(device);
+    return d;
   }
+  [[noreturn]] void throw_no_costs(int device) const;
 
   std::vector<DeviceCosts> devices_;
+  std::vector<TimeNs> durations_;  // [device * kNumOpKinds + kind]
+  std::vector<double> deltas_;     // same index
 };
 
 }  // namespace bubblesim::sim

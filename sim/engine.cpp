@@ -98,9 +98,9 @@ class Run {
     timeline_.device_ops.resize(devices_.size());
     for (std::size_t d = 0; d < devices_.size(); ++d) {
       const auto& ops = s_.device_ops[d];
-      timeline_.device_ops[d].resize(ops.size());
-      devices_[d] =
-          Device{ops.data(), ops.data(), ops.data() + ops.size(), timeline_.device_ops[d].data()};
+      auto& timings = timeline_.device_ops[d];
+      timings.reserve(ops.size());  // no zero fill: every entry is written once, in order
+      devices_[d] = Device{ops.data(), ops.data(), ops.data() + ops.size(), &timings};
     }
   }
 
@@ -126,7 +126,7 @@ class Run {
     const Op* first = nullptr;
     const Op* next = nullptr;  // the next op to start, or the running op
     const Op* end = nullptr;
-    OpTiming* timing = nullptr;  // timing of `next`
+    std::vector<OpTiming>* timings = nullptr;  // filled in order: the ops started so far
     bool busy = false;
     std::size_t waiting_for = kNoSlot;  // idle until the input in this slot is published
   };
@@ -154,7 +154,7 @@ class Run {
     // input arrives later still), so the op starts at max(now, ready).
     const TimeNs start = std::max(now, ready);
     const TimeNs end = start + costs_.duration_ns(op, static_cast<int>(d));
-    *dev.timing = OpTiming{start, end};
+    dev.timings->push_back(OpTiming{start, end});
     dev.busy = true;
     events_.set(d, end);
     // Devices interleave their ops, so each device is its own stream through memory: fetch
@@ -162,7 +162,7 @@ class Run {
     if (dev.next + 1 != dev.end) {
       const Op& next = dev.next[1];
       __builtin_prefetch(dev.next + 4);
-      __builtin_prefetch(dev.timing + 4, 1);
+      __builtin_prefetch(dev.timings->data() + dev.timings->size() + 4, 1);
       __builtin_prefetch(&ready_ns_[slots_(next)]);
       SlotRef out[2];
       const int n = data_outputs(next.kind, next.stage, s_.num_stages(), out);
@@ -184,13 +184,12 @@ class Run {
     Device& dev = devices_[d];
     if constexpr (kWatched) {
       const Op& op = *dev.next;
-      const OpEvent event{op, static_cast<int>(d), index(dev), dev.timing->start_ns, now};
+      const OpEvent event{op, static_cast<int>(d), index(dev), dev.timings->back().start_ns, now};
       for (EngineObserver* o : observers_)
         o->on_op_end(event);
       publish(op, static_cast<int>(d), now);
     }
     ++dev.next;
-    ++dev.timing;
     dev.busy = false;
     ++finished_;
   }

@@ -3,10 +3,14 @@
 // What is modelled: every device runs its ops in schedule order on one compute stream. An op
 // starts when the device is free and its data input (DESIGN.md §3) has arrived; an input made
 // on another device arrives CostModel::transfer_ns after its producer ends, and the transfer
-// occupies neither compute stream (no link contention yet). The events are an op's end and a
-// device waking up when the input of its next op arrives; they are handled in time order.
-// Times are integer nanoseconds, so a run is exact and deterministic; events at equal times
-// are handled in an order fixed by the input alone.
+// occupies neither compute stream (no link contention yet). Times are integer nanoseconds, so
+// a run is exact and deterministic.
+//
+// How: events (an op's end; a device waking up when the input of its next op arrives) are
+// handled in time order from a tournament tree over devices; ties go to the lower device.
+// With observers attached every start, end and transfer is reported at its time. Without,
+// nothing needs those moments, so an op is committed as soon as its start is known and its
+// outputs are published at once; the timeline is identical (the tests check it).
 #pragma once
 
 #include <cstddef>

@@ -109,6 +109,15 @@ void Schedule::validate() const {
     }
   }
 
+  // A quick branch-free pass over the slots; the slow one below only names what is missing.
+  bool complete = true;
+  constexpr std::uint8_t kB = static_cast<int>(OpKind::B) + 1;
+  for (std::size_t i = 0; i + kNumSlots <= seen.size(); i += kNumSlots) {
+    const std::uint8_t back = taken[i + 1];
+    complete &= taken[i] != 0 && back != 0 && ((back == kB) == (taken[i + 2] != 0));
+  }
+  if (complete) return;
+
   for (int stage = 0; stage < num_stages(); ++stage) {
     for (int mb = 0; mb < num_microbatches; ++mb) {
       auto named = [&](OpKind kind) {
