@@ -159,10 +159,13 @@ class Run {
     events_.set(d, end);
     // Devices interleave their ops, so each device is its own stream through memory: fetch
     // what this device needs next while the other devices are handled.
-    if (dev.next + 1 != dev.end) {
-      const Op& next = dev.next[1];
+    const auto left = dev.end - dev.next;  // this op and those after it
+    if (left > 4) {
       __builtin_prefetch(dev.next + 4);
-      __builtin_prefetch(dev.timings->data() + dev.timings->size() + 4, 1);
+      __builtin_prefetch(dev.timings->data() + dev.timings->size() + 3, 1);  // op next + 4
+    }
+    if (left > 1) {
+      const Op& next = dev.next[1];
       __builtin_prefetch(&ready_ns_[slots_(next)]);
       SlotRef out[2];
       const int n = data_outputs(next.kind, next.stage, s_.num_stages(), out);

@@ -103,55 +103,46 @@ int cmd_schedules(const std::vector<std::string>& args, std::ostream& out) {
   return 0;
 }
 
-int cmd_simulate(const std::vector<std::string>& args, std::ostream& out) {
+// `simulate` (one schedule, per-device table) and `compare` (several, side by side).
+int cmd_run(const std::vector<std::string>& args, std::ostream& out, bool compare) {
   po::options_description desc("options");
-  desc.add_options()("help,h", "show this help")("schedule,s", po::value<std::string>()->required(),
-                                                 "schedule name (see 'bubblesim schedules')");
-  add_run_options(desc);
-  po::variables_map vm;
-  if (!parse(args, desc, vm, out,
-             "usage: bubblesim simulate -s NAME [-p P] [-m M] [--f MS] [--b MS] [--w MS] "
-             "[--comm MS] [--json]\n\nSimulates one schedule and prints its iteration time, "
-             "bubble rate and peak activation memory, per device.")) {
-    return 0;
-  }
-  const sim::ScheduleRegistry registry = make_registry();
-  const RunInputs in = read_run_inputs(vm);
-  const sim::ScheduleGenerator& generator = registry.get(vm["schedule"].as<std::string>());
-  const sim::PerDeviceCostModel costs(in.device_costs);
-  const RunSummary run = simulate_one(generator, in, costs);
-  if (in.json) {
-    write_json(out, run);
+  desc.add_options()("help,h", "show this help");
+  if (compare) {
+    desc.add_options()("schedule,s", po::value<std::string>()->default_value("all"),
+                       "'all' or a comma-separated list of schedule names");
   } else {
-    write_simulate_table(out, in, run);
+    desc.add_options()("schedule,s", po::value<std::string>()->required(),
+                       "schedule name (see 'bubblesim schedules')");
   }
-  return 0;
-}
-
-int cmd_compare(const std::vector<std::string>& args, std::ostream& out) {
-  po::options_description desc("options");
-  desc.add_options()("help,h", "show this help")(
-      "schedule,s", po::value<std::string>()->default_value("all"),
-      "'all' or a comma-separated list of schedule names");
   add_run_options(desc);
+  const char* synopsis =
+      compare ? "usage: bubblesim compare [-s all|NAME,NAME] [-p P] [-m M] [--f MS] [--b MS] "
+                "[--w MS] [--comm MS] [--json]\n\nSimulates several schedules on the same "
+                "inputs and prints them side by side."
+              : "usage: bubblesim simulate -s NAME [-p P] [-m M] [--f MS] [--b MS] [--w MS] "
+                "[--comm MS] [--json]\n\nSimulates one schedule and prints its iteration time, "
+                "bubble rate and peak activation memory, per device.";
   po::variables_map vm;
-  if (!parse(args, desc, vm, out,
-             "usage: bubblesim compare [-s all|NAME,NAME] [-p P] [-m M] [--f MS] [--b MS] "
-             "[--w MS] [--comm MS] [--json]\n\nSimulates several schedules on the same inputs "
-             "and prints them side by side.")) {
-    return 0;
-  }
+  if (!parse(args, desc, vm, out, synopsis)) return 0;
+
   const sim::ScheduleRegistry registry = make_registry();
   const RunInputs in = read_run_inputs(vm);
-  const auto generators = select(registry, vm["schedule"].as<std::string>());
+  const std::string chosen = vm["schedule"].as<std::string>();
+  const auto generators = compare
+                              ? select(registry, chosen)
+                              : std::vector<const sim::ScheduleGenerator*>{&registry.get(chosen)};
   const sim::PerDeviceCostModel costs(in.device_costs);
   std::vector<RunSummary> runs;
   for (const sim::ScheduleGenerator* g : generators)
     runs.push_back(simulate_one(*g, in, costs));
-  if (in.json) {
+  if (in.json && compare) {
     write_json(out, runs);
-  } else {
+  } else if (in.json) {
+    write_json(out, runs.front());
+  } else if (compare) {
     write_compare_table(out, in, runs);
+  } else {
+    write_simulate_table(out, in, runs.front());
   }
   return 0;
 }
@@ -179,9 +170,9 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
     } else if (command == "schedules") {
       status = cmd_schedules(rest, buffer);
     } else if (command == "simulate") {
-      status = cmd_simulate(rest, buffer);
+      status = cmd_run(rest, buffer, false);
     } else if (command == "compare") {
-      status = cmd_compare(rest, buffer);
+      status = cmd_run(rest, buffer, true);
     } else if (command.empty()) {
       throw Usage{"missing command; valid commands are: schedules, simulate, compare (see --help)"};
     } else {

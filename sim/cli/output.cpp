@@ -13,39 +13,36 @@ namespace {
 
 using Writer = rapidjson::PrettyWriter<rapidjson::OStreamWrapper>;
 
+void put(Writer& w, const char* key, int value) {
+  w.Key(key);
+  w.Int(value);
+}
+void put(Writer& w, const char* key, double value) {
+  w.Key(key);
+  w.Double(value);
+}
+
 void write_object(Writer& w, const RunSummary& run) {
   const sim::Metrics& m = run.metrics;
   w.StartObject();
   w.Key("schedule");
   w.String(run.schedule.c_str());
-  w.Key("pp");
-  w.Int(run.params.pp);
-  w.Key("microbatches");
-  w.Int(run.params.microbatches);
-  w.Key("chunks");
-  w.Int(run.params.chunks);
-  w.Key("iteration_time_ms");
-  w.Double(sim::ns_to_ms(m.iteration_time_ns));
-  w.Key("max_device_span_ms");
-  w.Double(sim::ns_to_ms(m.max_device_span_ns));
-  w.Key("bubble_rate");
-  w.Double(m.bubble_rate);
-  w.Key("peak_activation_memory");
-  w.Double(m.peak_activation_memory);
+  put(w, "pp", run.params.pp);
+  put(w, "microbatches", run.params.microbatches);
+  put(w, "chunks", run.params.chunks);
+  put(w, "iteration_time_ms", sim::ns_to_ms(m.iteration_time_ns));
+  put(w, "max_device_span_ms", sim::ns_to_ms(m.max_device_span_ns));
+  put(w, "bubble_rate", m.bubble_rate);
+  put(w, "peak_activation_memory", m.peak_activation_memory);
   w.Key("devices");
   w.StartArray();
   for (const sim::DeviceMetrics& d : m.devices) {
     w.StartObject();
-    w.Key("device");
-    w.Int(d.device);
-    w.Key("span_ms");
-    w.Double(sim::ns_to_ms(d.span_ns));
-    w.Key("busy_ms");
-    w.Double(sim::ns_to_ms(d.busy_ns));
-    w.Key("bubble_rate");
-    w.Double(d.bubble_rate);
-    w.Key("peak_activation_memory");
-    w.Double(d.peak_activation_memory);
+    put(w, "device", d.device);
+    put(w, "span_ms", sim::ns_to_ms(d.span_ns));
+    put(w, "busy_ms", sim::ns_to_ms(d.busy_ns));
+    put(w, "bubble_rate", d.bubble_rate);
+    put(w, "peak_activation_memory", d.peak_activation_memory);
     w.EndObject();
   }
   w.EndArray();
