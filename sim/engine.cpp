@@ -100,7 +100,11 @@ class Run {
       const auto& ops = s_.device_ops[d];
       auto& timings = timeline_.device_ops[d];
       timings.reserve(ops.size());  // no zero fill: every entry is written once, in order
-      devices_[d] = Device{ops.data(), ops.data(), ops.data() + ops.size(), &timings};
+      Device& dev = devices_[d];
+      dev.first = dev.next = ops.data();
+      dev.end = ops.data() + ops.size();
+      dev.timings = &timings;
+      if (!ops.empty()) dev.slots = slots_of(ops.front());
     }
   }
 
@@ -122,6 +126,26 @@ class Run {
  private:
   static constexpr std::size_t kNoSlot = std::numeric_limits<std::size_t>::max();
 
+  // Where an op's input waits and where its outputs go: computed once per op, when the op
+  // before it on its device starts (and its memory is prefetched then).
+  struct Slots {
+    std::size_t input = 0;
+    std::size_t outputs[2] = {};
+    int stages[2] = {};  // the output slots' stages
+    int num_outputs = 0;
+  };
+  Slots slots_of(const Op& op) const {
+    Slots s;
+    s.input = slots_(op);
+    SlotRef out[2];
+    s.num_outputs = data_outputs(op.kind, op.stage, s_.num_stages(), out);
+    for (int i = 0; i < s.num_outputs; ++i) {
+      s.outputs[i] = slots_(out[i].slot, out[i].stage, op.microbatch);
+      s.stages[i] = out[i].stage;
+    }
+    return s;
+  }
+
   struct Device {
     const Op* first = nullptr;
     const Op* next = nullptr;  // the next op to start, or the running op
@@ -129,6 +153,8 @@ class Run {
     std::vector<OpTiming>* timings = nullptr;  // filled in order: the ops started so far
     bool busy = false;
     std::size_t waiting_for = kNoSlot;  // idle until the input in this slot is published
+    Slots slots;                        // of *next, the op to start or running
+    Slots next_slots;                   // of the op after it, once *next has started
   };
 
   // Device d is idle at `now`: start its next op if its input is known, else wait for it.
@@ -139,7 +165,7 @@ class Run {
       return;
     }
     const Op& op = *dev.next;
-    const std::size_t slot = slots_(op);
+    const std::size_t slot = dev.slots.input;
     const TimeNs ready = ready_ns_[slot];
     if (ready == kNever) {
       dev.waiting_for = slot;  // publish() wakes the device up
@@ -157,6 +183,13 @@ class Run {
     dev.timings->push_back(OpTiming{start, end});
     dev.busy = true;
     events_.set(d, end);
+    if constexpr (kWatched) {
+      const OpEvent event{op, static_cast<int>(d), index(dev), start, end};
+      for (EngineObserver* o : observers_)
+        o->on_op_start(event);
+    } else {
+      publish(op, dev.slots, static_cast<int>(d), end);
+    }
     // Devices interleave their ops, so each device is its own stream through memory: fetch
     // what this device needs next while the other devices are handled.
     const auto left = dev.end - dev.next;  // this op and those after it
@@ -164,22 +197,14 @@ class Run {
       __builtin_prefetch(dev.next + 4);
       __builtin_prefetch(dev.timings->data() + dev.timings->size() + 3, 1);  // op next + 4
     }
-    if (left > 1) {
-      const Op& next = dev.next[1];
-      __builtin_prefetch(&ready_ns_[slots_(next)]);
-      SlotRef out[2];
-      const int n = data_outputs(next.kind, next.stage, s_.num_stages(), out);
-      for (int i = 0; i < n; ++i) {
-        __builtin_prefetch(&ready_ns_[slots_(out[i].slot, out[i].stage, next.microbatch)], 1);
-      }
-    }
-    if constexpr (kWatched) {
-      const OpEvent event{op, static_cast<int>(d), index(dev), start, end};
-      for (EngineObserver* o : observers_)
-        o->on_op_start(event);
-    } else {
-      publish(op, static_cast<int>(d), end);
-    }
+    if (left > 1) dev.next_slots = prefetched(slots_of(dev.next[1]));
+  }
+
+  Slots prefetched(const Slots& s) const {
+    __builtin_prefetch(&ready_ns_[s.input]);
+    for (int i = 0; i < s.num_outputs; ++i)
+      __builtin_prefetch(&ready_ns_[s.outputs[i]], 1);
+    return s;
   }
 
   // The running op of device d ends at `now`.
@@ -190,20 +215,20 @@ class Run {
       const OpEvent event{op, static_cast<int>(d), index(dev), dev.timings->back().start_ns, now};
       for (EngineObserver* o : observers_)
         o->on_op_end(event);
-      publish(op, static_cast<int>(d), now);
+      publish(op, dev.slots, static_cast<int>(d), now);
     }
     ++dev.next;
+    dev.slots = dev.next_slots;
     dev.busy = false;
     ++finished_;
   }
 
-  // The outputs of `op`, which ends at `end_ns` on `device`, leave for their consumers.
-  void publish(const Op& op, int device, TimeNs end_ns) {
-    SlotRef out[2];
-    const int n = data_outputs(op.kind, op.stage, s_.num_stages(), out);
-    for (int i = 0; i < n; ++i) {
-      const std::size_t slot = slots_(out[i].slot, out[i].stage, op.microbatch);
-      const int dst = s_.stage_device[static_cast<std::size_t>(out[i].stage)];
+  // The outputs of `op` (in `slots`), which ends at `end_ns` on `device`, leave for their
+  // consumers.
+  void publish(const Op& op, const Slots& slots, int device, TimeNs end_ns) {
+    for (int i = 0; i < slots.num_outputs; ++i) {
+      const std::size_t slot = slots.outputs[i];
+      const int dst = s_.stage_device[static_cast<std::size_t>(slots.stages[i])];
       if (dst == device) {
         ready_ns_[slot] = end_ns;
         continue;
@@ -214,6 +239,8 @@ class Run {
         const TransferEvent event{op, device, dst, end_ns, arrival};
         for (EngineObserver* o : observers_)
           o->on_transfer(event);
+      } else {
+        (void)op;
       }
       const auto c = static_cast<std::size_t>(dst);
       if (devices_[c].waiting_for == slot) {
