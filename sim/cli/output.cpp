@@ -138,10 +138,13 @@ void write_compare_table(std::ostream& out, const RunInputs& in,
   fmt::print(out, "{:<10}  {:>16}  {:>16}  {:>13}  {:>17}\n", "schedule", "iteration ms",
              "max span ms", "bubble rate", "peak act. mem");
   for (const RunSummary& r : runs) {
-    fmt::print(out, "{:<10}  {:>14.3f}{}  {:>14.3f}{}  {:>11.4f}{}  {:>15.3f}{}\n", r.schedule,
-               sim::ns_to_ms(iteration(r)), mark(iteration(r) == best_iteration),
-               sim::ns_to_ms(span(r)), mark(span(r) == best_span), bubble(r),
-               mark(bubble(r) == best_bubble), memory(r), mark(memory(r) == best_memory));
+    std::string line =
+        fmt::format("{:<10}  {:>14.3f}{}  {:>14.3f}{}  {:>11.4f}{}  {:>15.3f}{}", r.schedule,
+                    sim::ns_to_ms(iteration(r)), mark(iteration(r) == best_iteration),
+                    sim::ns_to_ms(span(r)), mark(span(r) == best_span), bubble(r),
+                    mark(bubble(r) == best_bubble), memory(r), mark(memory(r) == best_memory));
+    line.erase(line.find_last_not_of(' ') + 1);
+    out << line << '\n';
   }
   fmt::print(out,
              "\n* best in its column (lowest). iteration: first op start to last op end; max "
