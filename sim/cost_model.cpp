@@ -6,20 +6,27 @@
 
 namespace bubblesim::sim {
 
-PerDeviceCostModel::PerDeviceCostModel(std::vector<DeviceCosts> devices)
+PerDeviceCostModel::PerDeviceCostModel(std::vector<DeviceCosts> devices, int chunks_per_device)
     : devices_(std::move(devices)) {
   BUBBLESIM_CHECK(!devices_.empty(), "a cost model needs at least one device");
+  BUBBLESIM_CHECK(chunks_per_device >= 1, "chunks per device must be >= 1");
+  const TimeNs v = chunks_per_device;
+  auto chunk_ns = [v](TimeNs ns) { return (ns + v / 2) / v; };
   for (const DeviceCosts& c : devices_) {
     BUBBLESIM_CHECK(c.f_ns >= 0 && c.b_ns >= 0 && c.w_ns >= 0 && c.comm_ns >= 0,
                     "negative duration");
+    const TimeNs f = chunk_ns(c.f_ns), b = chunk_ns(c.b_ns), w = chunk_ns(c.w_ns);
+    const double m_b = c.m_b / static_cast<double>(v), m_w = c.m_w / static_cast<double>(v);
     // Indexed by OpKind: F, B, W, BW.
-    durations_.insert(durations_.end(), {c.f_ns, c.b_ns, c.w_ns, c.b_ns + c.w_ns});
-    deltas_.insert(deltas_.end(), {c.m_b, c.m_w - c.m_b, -c.m_w, -c.m_b});
+    durations_.insert(durations_.end(), {f, b, w, b + w});
+    deltas_.insert(deltas_.end(), {m_b, m_w - m_b, -m_w, -m_b});
   }
 }
 
-PerDeviceCostModel PerDeviceCostModel::uniform(const DeviceCosts& costs, int num_devices) {
-  return PerDeviceCostModel(std::vector<DeviceCosts>(static_cast<std::size_t>(num_devices), costs));
+PerDeviceCostModel PerDeviceCostModel::uniform(const DeviceCosts& costs, int num_devices,
+                                               int chunks_per_device) {
+  return PerDeviceCostModel(std::vector<DeviceCosts>(static_cast<std::size_t>(num_devices), costs),
+                            chunks_per_device);
 }
 
 void PerDeviceCostModel::throw_no_costs(int device) const {

@@ -39,11 +39,14 @@ struct DeviceCosts {
 };
 
 // Costs given per device: a list with one DeviceCosts per device, or one value for all.
-// Ops of stage s cost what their device's entry says (one chunk per device).
+// The entry describes the device's whole share of the model; with `chunks_per_device` = v
+// chunks on a device (DESIGN.md §4), each chunk pass takes 1/v of the time (rounded to the
+// nanosecond) and allocates or frees 1/v of the memory.
 class PerDeviceCostModel final : public CostModel {
  public:
-  explicit PerDeviceCostModel(std::vector<DeviceCosts> devices);
-  static PerDeviceCostModel uniform(const DeviceCosts& costs, int num_devices);
+  explicit PerDeviceCostModel(std::vector<DeviceCosts> devices, int chunks_per_device = 1);
+  static PerDeviceCostModel uniform(const DeviceCosts& costs, int num_devices,
+                                    int chunks_per_device = 1);
 
   // Table look-ups: these run once per op in the engine's inner loop.
   TimeNs duration_ns(const Op& op, int device) const override {

@@ -27,6 +27,8 @@ class ScheduleGenerator {
   virtual std::string_view name() const = 0;         // e.g. "zb-h1"
   virtual std::string_view description() const = 0;  // one line
   virtual std::string_view parameters() const = 0;   // which parameters, and their ranges
+  // Chunks per device when the user names none; 1 for a schedule that takes no -v.
+  virtual int default_chunks() const { return 1; }
   // Throws InvalidArgument naming the parameter when `params` are out of range.
   virtual Schedule generate(const ScheduleParams& params) const = 0;
 };

@@ -10,6 +10,7 @@
 #include "sim/cli/output.h"
 #include "sim/cost_model.h"
 #include "sim/schedules/handcrafted.h"
+#include "sim/schedules/interleaved.h"
 #include "sim/simulation.h"
 
 namespace bubblesim::cli {
@@ -41,6 +42,7 @@ struct Usage {
 sim::ScheduleRegistry make_registry() {
   sim::ScheduleRegistry registry;
   sim::add_handcrafted_schedules(registry);
+  sim::add_interleaved_schedules(registry);
   return registry;
 }
 
@@ -67,10 +69,11 @@ bool parse(const std::vector<std::string>& args, const po::options_description& 
 }
 
 RunSummary simulate_one(const sim::ScheduleGenerator& generator, const RunInputs& in,
-                        const sim::CostModel& costs) {
-  const sim::Schedule schedule = generator.generate(in.params);
-  return RunSummary{std::string(generator.name()), in.params,
-                    sim::simulate(schedule, costs).metrics};
+                        bool compare) {
+  const sim::ScheduleParams params = params_for(in, generator, compare);
+  const sim::Schedule schedule = generator.generate(params);
+  const sim::PerDeviceCostModel costs(in.device_costs, params.chunks);
+  return RunSummary{std::string(generator.name()), params, sim::simulate(schedule, costs).metrics};
 }
 
 // "all" or a comma-separated list of registered names.
@@ -104,7 +107,8 @@ int cmd_schedules(const std::vector<std::string>& args, std::ostream& out) {
 }
 
 // `simulate` (one schedule, per-device table) and `compare` (several, side by side).
-int cmd_run(const std::vector<std::string>& args, std::ostream& out, bool compare) {
+int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
+            bool compare) {
   po::options_description desc("options");
   desc.add_options()("help,h", "show this help");
   if (compare) {
@@ -131,10 +135,19 @@ int cmd_run(const std::vector<std::string>& args, std::ostream& out, bool compar
   const auto generators = compare
                               ? select(registry, chosen)
                               : std::vector<const sim::ScheduleGenerator*>{&registry.get(chosen)};
-  const sim::PerDeviceCostModel costs(in.device_costs);
+  // `compare -s all` leaves out, with a note, the schedules these parameters do not suit
+  // (1f1b-i when m is not a multiple of p, say); a schedule named on its own is an error.
+  const bool all = compare && chosen == "all";
   std::vector<RunSummary> runs;
-  for (const sim::ScheduleGenerator* g : generators)
-    runs.push_back(simulate_one(*g, in, costs));
+  for (const sim::ScheduleGenerator* g : generators) {
+    try {
+      runs.push_back(simulate_one(*g, in, compare));
+    } catch (const InvalidArgument& e) {
+      if (!all) throw;
+      err << "bubblesim compare: note: " << g->name() << " left out: " << e.what() << '\n';
+    }
+  }
+  if (runs.empty()) throw InvalidArgument("no schedule can run with these parameters");
   if (in.json && compare) {
     write_json(out, runs);
   } else if (in.json) {
@@ -170,9 +183,9 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
     } else if (command == "schedules") {
       status = cmd_schedules(rest, buffer);
     } else if (command == "simulate") {
-      status = cmd_run(rest, buffer, false);
+      status = cmd_run(rest, buffer, err, false);
     } else if (command == "compare") {
-      status = cmd_run(rest, buffer, true);
+      status = cmd_run(rest, buffer, err, true);
     } else if (command.empty()) {
       throw Usage{"missing command; valid commands are: schedules, simulate, compare (see --help)"};
     } else {

@@ -85,6 +85,7 @@ RunInputs read_run_inputs(const po::variables_map& vm) {
   in.params.pp = vm["pp"].as<int>();
   in.params.microbatches = vm["microbatches"].as<int>();
   in.params.chunks = vm["chunks"].as<int>();
+  in.chunks_given = !vm["chunks"].defaulted();
   in.json = vm["json"].as<bool>();
   in.default_example = true;
   for (const char* name : {"pp", "microbatches", "f", "b", "w", "comm"}) {
@@ -100,22 +101,31 @@ RunInputs read_run_inputs(const po::variables_map& vm) {
   const double m_b = non_negative(vm, "m-b");
   const double m_w = non_negative(vm, "m-w");
 
-  // Every device runs at most 3 v m ops and waits for at most as many transfers: keep the
-  // simulated clock far from the int64 limit.
+  // The iteration cannot outlast all ops and transfers in a row: p m (T_F + T_B + T_W) plus
+  // at most 2 p v m hops, with v <= 1024. Keep that far from the int64 clock's limit.
   long double worst = 0;
   for (int d = 0; d < p; ++d) {
     const auto i = static_cast<std::size_t>(d);
     in.device_costs.push_back(sim::DeviceCosts{f[i], b[i], w[i], comm[i], m_b, m_w});
-    worst = std::max(worst, static_cast<long double>(f[i] + b[i] + w[i] + 2 * comm[i]));
+    worst = std::max(worst, static_cast<long double>(f[i] + b[i] + w[i]) + 2048.0L * comm[i]);
   }
-  const long double ops = 3.0L * p * in.params.chunks * in.params.microbatches;
-  if (ops * worst > static_cast<long double>(std::numeric_limits<sim::TimeNs>::max() / 4)) {
+  if (worst * p * in.params.microbatches >
+      static_cast<long double>(std::numeric_limits<sim::TimeNs>::max() / 4)) {
     throw InvalidArgument(
-        "options --f/--b/--w/--comm with -p/-m: the iteration would last more "
-        "than 70 years of simulated time; use smaller times or fewer "
-        "microbatches");
+        "options --f/--b/--w/--comm with -p/-m: the iteration could last more than 70 years of "
+        "simulated time; use smaller times or fewer microbatches");
   }
   return in;
+}
+
+sim::ScheduleParams params_for(const RunInputs& in, const sim::ScheduleGenerator& generator,
+                               bool only_where_taken) {
+  sim::ScheduleParams params = in.params;
+  const bool takes_chunks = generator.default_chunks() > 1;
+  if (!in.chunks_given || (only_where_taken && !takes_chunks)) {
+    params.chunks = generator.default_chunks();
+  }
+  return params;
 }
 
 }  // namespace bubblesim::cli

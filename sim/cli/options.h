@@ -14,7 +14,8 @@ namespace bubblesim::cli {
 
 // What a simulate or compare run needs besides the schedule names.
 struct RunInputs {
-  sim::ScheduleParams params;
+  sim::ScheduleParams params;  // chunks: the -v given, see chunks_given
+  bool chunks_given = false;
   std::vector<sim::DeviceCosts> device_costs;  // one per device
   bool json = false;
   bool default_example = false;  // p, m and all times left at the embedded example's values
@@ -36,6 +37,11 @@ void add_run_options(boost::program_options::options_description& desc);
 
 // Reads and checks the options added by add_run_options.
 RunInputs read_run_inputs(const boost::program_options::variables_map& vm);
+
+// The parameters one schedule runs with: the -v given, else the schedule's own default. With
+// `only_where_taken` (compare), a -v given applies only to schedules that take chunks.
+sim::ScheduleParams params_for(const RunInputs& in, const sim::ScheduleGenerator& generator,
+                               bool only_where_taken);
 
 // Parses "1.5" or "1.5,2,2.5": one time in ms for all devices or one per device, each
 // 0 <= t <= 1e9. Returns exactly `devices` values in ns.

@@ -73,6 +73,12 @@ std::string ms_list(const std::vector<sim::DeviceCosts>& costs,
   return s;
 }
 
+// "zb-h1", or "1f1b-i v=3" for a schedule with several chunks per device.
+std::string label(const RunSummary& run) {
+  return run.params.chunks > 1 ? fmt::format("{} v={}", run.schedule, run.params.chunks)
+                               : run.schedule;
+}
+
 }  // namespace
 
 void write_json(std::ostream& out, const RunSummary& run) {
@@ -90,8 +96,8 @@ void write_json(std::ostream& out, const std::vector<RunSummary>& runs) {
 
 std::string describe_inputs(const RunInputs& in) {
   const auto& c = in.device_costs;
-  return fmt::format("p={} m={} v={} | F {} B {} W {} comm {} ms | M_B {} M_W {}{}", in.params.pp,
-                     in.params.microbatches, in.params.chunks, ms_list(c, &sim::DeviceCosts::f_ns),
+  return fmt::format("p={} m={} | F {} B {} W {} comm {} ms | M_B {} M_W {}{}", in.params.pp,
+                     in.params.microbatches, ms_list(c, &sim::DeviceCosts::f_ns),
                      ms_list(c, &sim::DeviceCosts::b_ns), ms_list(c, &sim::DeviceCosts::w_ns),
                      ms_list(c, &sim::DeviceCosts::comm_ns), c.front().m_b, c.front().m_w,
                      in.default_example
@@ -102,7 +108,7 @@ std::string describe_inputs(const RunInputs& in) {
 
 void write_simulate_table(std::ostream& out, const RunInputs& in, const RunSummary& run) {
   const sim::Metrics& m = run.metrics;
-  fmt::print(out, "schedule {} | {}\n\n", run.schedule, describe_inputs(in));
+  fmt::print(out, "schedule {} | {}\n\n", label(run), describe_inputs(in));
   fmt::print(out, "iteration time     {:>12.3f} ms\n", sim::ns_to_ms(m.iteration_time_ns));
   fmt::print(out, "max device span    {:>12.3f} ms\n", sim::ns_to_ms(m.max_device_span_ns));
   fmt::print(out, "bubble rate        {:>12.4f}\n", m.bubble_rate);
@@ -135,11 +141,11 @@ void write_compare_table(std::ostream& out, const RunInputs& in,
   auto mark = [](bool is_best) { return is_best ? " *" : "  "; };
 
   fmt::print(out, "{}\n\n", describe_inputs(in));
-  fmt::print(out, "{:<10}  {:>16}  {:>16}  {:>13}  {:>17}\n", "schedule", "iteration ms",
+  fmt::print(out, "{:<12}  {:>16}  {:>16}  {:>13}  {:>17}\n", "schedule", "iteration ms",
              "max span ms", "bubble rate", "peak act. mem");
   for (const RunSummary& r : runs) {
     std::string line =
-        fmt::format("{:<10}  {:>14.3f}{}  {:>14.3f}{}  {:>11.4f}{}  {:>15.3f}{}", r.schedule,
+        fmt::format("{:<12}  {:>14.3f}{}  {:>14.3f}{}  {:>11.4f}{}  {:>15.3f}{}", label(r),
                     sim::ns_to_ms(iteration(r)), mark(iteration(r) == best_iteration),
                     sim::ns_to_ms(span(r)), mark(span(r) == best_span), bubble(r),
                     mark(bubble(r) == best_bubble), memory(r), mark(memory(r) == best_memory));

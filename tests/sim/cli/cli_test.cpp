@@ -121,6 +121,23 @@ TEST(Cli, SameInputGivesByteIdenticalOutput) {
   EXPECT_EQ(run_cli({"compare"}).out, table.out);
 }
 
+TEST(Cli, CompareAllLeavesOutWhatTheParametersDoNotSuit) {
+  const Outcome o = run_cli({"compare", "-p", "4", "-m", "6", "--json"});
+  ASSERT_EQ(o.status, 0) << o.err;
+  EXPECT_NE(o.err.find("1f1b-i left out"), std::string::npos) << o.err;
+  EXPECT_EQ(parse_json(o.out).Size(), 4u);
+}
+
+TEST(Cli, ChunksApplyToTheSchedulesThatTakeThem) {
+  const Outcome o = run_cli({"compare", "-s", "1f1b,1f1b-i", "-v", "2", "--json"});
+  ASSERT_EQ(o.status, 0) << o.err;
+  const rapidjson::Document doc = parse_json(o.out);
+  EXPECT_EQ(doc[0]["chunks"].GetInt(), 1);
+  EXPECT_EQ(doc[1]["chunks"].GetInt(), 2);
+  const Outcome fallback = run_cli({"compare", "-s", "1f1b-i", "--json"});
+  EXPECT_EQ(parse_json(fallback.out)[0]["chunks"].GetInt(), 3);  // its default
+}
+
 TEST(Cli, CompareTableMarksTheBest) {
   const Outcome o = run_cli({"compare"});
   ASSERT_EQ(o.status, 0) << o.err;
@@ -157,12 +174,14 @@ TEST(Cli, BadInputGetsOneLineAndStatusTwo) {
       {{}, "missing command"},
       {{"frobnicate"}, "unknown command 'frobnicate'"},
       {{"simulate"}, "schedule"},
-      {{"simulate", "-s", "zb-h9"}, "valid values are: gpipe, 1f1b, zb-h1, zb-h2"},
+      {{"simulate", "-s", "zb-h9"}, "valid values are: gpipe, 1f1b, zb-h1, zb-h2, 1f1b-i"},
       {{"compare", "-p", "0"}, "-p/--pp"},
       {{"compare", "-p", "x"}, "pp"},
       {{"compare", "-p"}, "pp"},
       {{"compare", "-m", "-3"}, "-m/--microbatches"},
-      {{"compare", "-v", "2"}, "-v/--chunks"},
+      {{"simulate", "-s", "gpipe", "-v", "2"}, "-v/--chunks must be 1"},
+      {{"simulate", "-s", "1f1b-i", "-m", "12"}, "multiple of -p/--pp"},
+      {{"compare", "-s", "1f1b-i", "-v", "1"}, "-v/--chunks >= 2"},
       {{"compare", "--f", "1,2"}, "option --f: expected one time in ms or 8"},
       {{"compare", "--b", "abc"}, "option --b: 'abc' is not a number"},
       {{"compare", "--w", "1,,2,3,4,5,6,7"}, "option --w"},
