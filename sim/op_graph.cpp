@@ -23,8 +23,8 @@ std::string describe_cycle(const std::vector<Op>& cycle) {
 
 }  // namespace
 
-DeadlockError::DeadlockError(std::vector<Op> cycle)
-    : ScheduleError(describe_cycle(cycle)), cycle_(std::move(cycle)) {}
+DeadlockError::DeadlockError(const std::vector<Op>& cycle)
+    : ScheduleError(describe_cycle(cycle), cycle) {}
 
 OpGraph::OpGraph(const Schedule& schedule, const CostModel& costs) {
   schedule.validate();

@@ -21,11 +21,8 @@ namespace bubblesim::sim {
 // such cycle, each waiting for the one before it (and the first for the last).
 class DeadlockError : public ScheduleError {
  public:
-  explicit DeadlockError(std::vector<Op> cycle);
-  const std::vector<Op>& cycle() const { return cycle_; }
-
- private:
-  std::vector<Op> cycle_;
+  explicit DeadlockError(const std::vector<Op>& cycle);
+  const std::vector<Op>& cycle() const { return ops(); }
 };
 
 struct CriticalPath {

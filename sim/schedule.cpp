@@ -79,20 +79,23 @@ void Schedule::validate() const {
           static_cast<std::uint32_t>(op.microbatch) >= microbatches ||
           static_cast<unsigned>(op.kind) >= kNumOpKinds) {
         throw PlacementError(to_string(op) + " at " + where({d, i}) +
-                             " is out of range: " + std::to_string(num_stages()) + " stages, " +
-                             std::to_string(num_microbatches) + " microbatches");
+                                 " is out of range: " + std::to_string(num_stages()) +
+                                 " stages, " + std::to_string(num_microbatches) + " microbatches",
+                             {op});
       }
       if (placement[op.stage] != d) {
         throw PlacementError("stage " + std::to_string(op.stage) +
                              " is on two devices: placed on device " +
-                             std::to_string(placement[op.stage]) + ", but " + where({d, i}) +
-                             " runs " + to_string(op));
+                                 std::to_string(placement[op.stage]) + ", but " + where({d, i}) +
+                                 " runs " + to_string(op),
+                             {op});
       }
       if (op.chunk != chunk_of[op.stage]) {
         throw PlacementError(to_string(op) + " at " + where({d, i}) + " says chunk " +
                              std::to_string(op.chunk) + ", but stage " + std::to_string(op.stage) +
-                             " is chunk " + std::to_string(chunk_of[op.stage]) + " of device " +
-                             std::to_string(d));
+                                 " is chunk " + std::to_string(chunk_of[op.stage]) +
+                                 " of device " + std::to_string(d),
+                             {op});
       }
       const std::size_t slot = slots(op);
       if (taken[slot] != 0) {
@@ -103,7 +106,8 @@ void Schedule::validate() const {
                                    ? to_string(op) + " appears twice: at " + first + " and " +
                                          where({d, i})
                                    : "backward runs twice: " + to_string(other) + " at " + first +
-                                         " and " + to_string(op) + " at " + where({d, i}));
+                                         " and " + to_string(op) + " at " + where({d, i}),
+                               {other, op});
       }
       taken[slot] = static_cast<std::uint8_t>(static_cast<int>(op.kind) + 1);
     }
@@ -120,27 +124,31 @@ void Schedule::validate() const {
 
   for (int stage = 0; stage < num_stages(); ++stage) {
     for (int mb = 0; mb < num_microbatches; ++mb) {
-      auto named = [&](OpKind kind) {
-        return to_string(Op{kind, stage, chunks[static_cast<std::size_t>(stage)], mb});
+      auto op_of = [&](OpKind kind) {
+        return Op{kind, stage, chunks[static_cast<std::size_t>(stage)], mb};
       };
+      auto named = [&](OpKind kind) { return to_string(op_of(kind)); };
       const std::uint8_t back = seen[slots(Slot::Backward, stage, mb)];
       const bool has_f = seen[slots(Slot::Forward, stage, mb)] != 0;
       const bool has_w = seen[slots(Slot::Weight, stage, mb)] != 0;
       const bool split = back == static_cast<int>(OpKind::B) + 1;
       if (!has_f) throw MissingOpError("missing op " + named(OpKind::F));
       if (back == 0 && has_w) {
-        throw MissingOpError("missing op " + named(OpKind::B) + " before " + named(OpKind::W));
+        throw MissingOpError("missing op " + named(OpKind::B) + " before " + named(OpKind::W),
+                             {op_of(OpKind::W)});
       }
       if (back == 0) {
         throw MissingOpError("missing op " + named(OpKind::BW) + " (or " + named(OpKind::B) +
                              " and " + named(OpKind::W) + ")");
       }
       if (split && !has_w) {
-        throw MissingOpError("missing op " + named(OpKind::W) + " after " + named(OpKind::B));
+        throw MissingOpError("missing op " + named(OpKind::W) + " after " + named(OpKind::B),
+                             {op_of(OpKind::B)});
       }
       if (!split && has_w) {
         throw DuplicateOpError("backward runs twice: " + named(OpKind::BW) + " and " +
-                               named(OpKind::W) + " are both scheduled");
+                                   named(OpKind::W) + " are both scheduled",
+                               {op_of(OpKind::BW), op_of(OpKind::W)});
       }
     }
   }

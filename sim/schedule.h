@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "sim/error.h"
@@ -10,10 +11,16 @@
 
 namespace bubblesim::sim {
 
-// An invalid schedule. The subclasses name the problem; what() names the ops involved.
+// An invalid schedule. The subclasses name the problem; what() names the ops involved, and
+// ops() lists those of them that the schedule holds (so a file reader can point at them).
 class ScheduleError : public Error {
  public:
-  using Error::Error;
+  explicit ScheduleError(const std::string& what, std::vector<Op> ops = {})
+      : Error(what), ops_(std::move(ops)) {}
+  const std::vector<Op>& ops() const { return ops_; }
+
+ private:
+  std::vector<Op> ops_;
 };
 // An op the schedule must run (F, and BW or B and W, for every stage and microbatch) is absent.
 class MissingOpError : public ScheduleError {

@@ -12,6 +12,7 @@
 #include "sim/schedules/handcrafted.h"
 #include "sim/schedules/interleaved.h"
 #include "sim/simulation.h"
+#include "traces/schedule_csv.h"
 
 namespace bubblesim::cli {
 
@@ -68,12 +69,10 @@ bool parse(const std::vector<std::string>& args, const po::options_description& 
   return true;
 }
 
-RunSummary simulate_one(const sim::ScheduleGenerator& generator, const RunInputs& in,
-                        bool compare) {
-  const sim::ScheduleParams params = params_for(in, generator, compare);
-  const sim::Schedule schedule = generator.generate(params);
+RunSummary run_schedule(std::string name, const sim::Schedule& schedule,
+                        const sim::ScheduleParams& params, const RunInputs& in) {
   const sim::PerDeviceCostModel costs(in.device_costs, params.chunks);
-  return RunSummary{std::string(generator.name()), params, sim::simulate(schedule, costs).metrics};
+  return RunSummary{std::move(name), params, sim::simulate(schedule, costs).metrics};
 }
 
 // "all" or a comma-separated list of registered names.
@@ -106,56 +105,92 @@ int cmd_schedules(const std::vector<std::string>& args, std::ostream& out) {
   return 0;
 }
 
-// `simulate` (one schedule, per-device table) and `compare` (several, side by side).
-int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
-            bool compare) {
+int cmd_simulate(const std::vector<std::string>& args, std::ostream& out) {
   po::options_description desc("options");
-  desc.add_options()("help,h", "show this help");
-  if (compare) {
-    desc.add_options()("schedule,s", po::value<std::string>()->default_value("all"),
-                       "'all' or a comma-separated list of schedule names");
-  } else {
-    desc.add_options()("schedule,s", po::value<std::string>()->required(),
-                       "schedule name (see 'bubblesim schedules')");
-  }
+  // clang-format off
+  desc.add_options()
+    ("help,h", "show this help")
+    ("schedule,s", po::value<std::string>(), "schedule name (see 'bubblesim schedules')")
+    ("schedule-file", po::value<std::string>(),
+     "simulate the schedule in this PyTorch pipelining CSV file instead (p, m and v come from "
+     "the file)")
+    ("write-schedule", po::value<std::string>(),
+     "also write the simulated schedule to this CSV file");
+  // clang-format on
   add_run_options(desc);
-  const char* synopsis =
-      compare ? "usage: bubblesim compare [-s all|NAME,NAME] [-p P] [-m M] [--f MS] [--b MS] "
-                "[--w MS] [--comm MS] [--json]\n\nSimulates several schedules on the same "
-                "inputs and prints them side by side."
-              : "usage: bubblesim simulate -s NAME [-p P] [-m M] [--f MS] [--b MS] [--w MS] "
-                "[--comm MS] [--json]\n\nSimulates one schedule and prints its iteration time, "
-                "bubble rate and peak activation memory, per device.";
   po::variables_map vm;
-  if (!parse(args, desc, vm, out, synopsis)) return 0;
+  if (!parse(args, desc, vm, out,
+             "usage: bubblesim simulate (-s NAME | --schedule-file FILE.csv) [-p P] [-m M] "
+             "[--f MS] [--b MS] [--w MS] [--comm MS] [--write-schedule FILE.csv] [--json]\n\n"
+             "Simulates one schedule and prints its iteration time, bubble rate and peak "
+             "activation memory, per device.")) {
+    return 0;
+  }
+  if ((vm.count("schedule") != 0) == (vm.count("schedule-file") != 0)) {
+    throw Usage{"give either -s NAME or --schedule-file FILE (see --help)"};
+  }
+  RunInputs in;
+  sim::Schedule schedule;
+  std::string name;
+  sim::ScheduleParams params;
+  if (vm.count("schedule-file") != 0) {
+    name = vm["schedule-file"].as<std::string>();
+    schedule = traces::read_schedule_csv(name);
+    in = read_run_inputs(vm, &schedule);
+    params = in.params;
+  } else {
+    const sim::ScheduleRegistry registry = make_registry();
+    const sim::ScheduleGenerator& generator = registry.get(vm["schedule"].as<std::string>());
+    in = read_run_inputs(vm);
+    params = params_for(in, generator, false);
+    schedule = generator.generate(params);
+    name = generator.name();
+  }
+  const RunSummary run = run_schedule(name, schedule, params, in);
+  if (vm.count("write-schedule") != 0) {
+    traces::save_schedule_csv(vm["write-schedule"].as<std::string>(), schedule);
+  }
+  if (in.json) {
+    write_json(out, run);
+  } else {
+    write_simulate_table(out, in, run);
+  }
+  return 0;
+}
 
+int cmd_compare(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  po::options_description desc("options");
+  desc.add_options()("help,h", "show this help")(
+      "schedule,s", po::value<std::string>()->default_value("all"),
+      "'all' or a comma-separated list of schedule names");
+  add_run_options(desc);
+  po::variables_map vm;
+  if (!parse(args, desc, vm, out,
+             "usage: bubblesim compare [-s all|NAME,NAME] [-p P] [-m M] [--f MS] [--b MS] "
+             "[--w MS] [--comm MS] [--json]\n\nSimulates several schedules on the same inputs "
+             "and prints them side by side.")) {
+    return 0;
+  }
   const sim::ScheduleRegistry registry = make_registry();
   const RunInputs in = read_run_inputs(vm);
   const std::string chosen = vm["schedule"].as<std::string>();
-  const auto generators = compare
-                              ? select(registry, chosen)
-                              : std::vector<const sim::ScheduleGenerator*>{&registry.get(chosen)};
-  // `compare -s all` leaves out, with a note, the schedules these parameters do not suit
-  // (1f1b-i when m is not a multiple of p, say); a schedule named on its own is an error.
-  const bool all = compare && chosen == "all";
+  // `-s all` leaves out, with a note, the schedules these parameters do not suit (1f1b-i
+  // when m is not a multiple of p, say); a schedule named in the list is an error.
   std::vector<RunSummary> runs;
-  for (const sim::ScheduleGenerator* g : generators) {
+  for (const sim::ScheduleGenerator* g : select(registry, chosen)) {
     try {
-      runs.push_back(simulate_one(*g, in, compare));
+      const sim::ScheduleParams params = params_for(in, *g, true);
+      runs.push_back(run_schedule(std::string(g->name()), g->generate(params), params, in));
     } catch (const InvalidArgument& e) {
-      if (!all) throw;
+      if (chosen != "all") throw;
       err << "bubblesim compare: note: " << g->name() << " left out: " << e.what() << '\n';
     }
   }
   if (runs.empty()) throw InvalidArgument("no schedule can run with these parameters");
-  if (in.json && compare) {
+  if (in.json) {
     write_json(out, runs);
-  } else if (in.json) {
-    write_json(out, runs.front());
-  } else if (compare) {
-    write_compare_table(out, in, runs);
   } else {
-    write_simulate_table(out, in, runs.front());
+    write_compare_table(out, in, runs);
   }
   return 0;
 }
@@ -183,9 +218,9 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
     } else if (command == "schedules") {
       status = cmd_schedules(rest, buffer);
     } else if (command == "simulate") {
-      status = cmd_run(rest, buffer, err, false);
+      status = cmd_simulate(rest, buffer);
     } else if (command == "compare") {
-      status = cmd_run(rest, buffer, err, true);
+      status = cmd_compare(rest, buffer, err);
     } else if (command.empty()) {
       throw Usage{"missing command; valid commands are: schedules, simulate, compare (see --help)"};
     } else {

@@ -80,12 +80,42 @@ std::vector<sim::TimeNs> parse_time_list(const std::string& option, const std::s
   return values;
 }
 
-RunInputs read_run_inputs(const po::variables_map& vm) {
+namespace {
+
+// The file's value of option `name`, which the user may repeat but not contradict.
+int from_schedule(const po::variables_map& vm, const char* name, const char* flag, int value,
+                  const std::string& what) {
+  if (!vm[name].defaulted() && vm[name].as<int>() != value) {
+    throw InvalidArgument(std::string("option ") + flag + " is " +
+                          std::to_string(vm[name].as<int>()) + ", but the schedule file has " +
+                          std::to_string(value) + " " + what);
+  }
+  return value;
+}
+
+}  // namespace
+
+RunInputs read_run_inputs(const po::variables_map& vm, const sim::Schedule* from_file) {
   RunInputs in;
   in.params.pp = vm["pp"].as<int>();
   in.params.microbatches = vm["microbatches"].as<int>();
   in.params.chunks = vm["chunks"].as<int>();
   in.chunks_given = !vm["chunks"].defaulted();
+  if (from_file != nullptr) {
+    const int devices = from_file->num_devices();
+    if (from_file->num_stages() % devices != 0) {
+      throw InvalidArgument("the schedule file's " + std::to_string(from_file->num_stages()) +
+                            " stages are not spread evenly over its " + std::to_string(devices) +
+                            " ranks, so --f/--b/--w cannot be split into chunks");
+    }
+    in.params.pp = from_schedule(vm, "pp", "-p/--pp", devices, "ranks");
+    in.params.microbatches =
+        from_schedule(vm, "microbatches", "-m/--microbatches", from_file->num_microbatches,
+                      "microbatches");
+    in.params.chunks = from_schedule(vm, "chunks", "-v/--chunks",
+                                     from_file->num_stages() / devices, "stages per rank");
+    in.chunks_given = true;
+  }
   in.json = vm["json"].as<bool>();
   in.default_example = true;
   for (const char* name : {"pp", "microbatches", "f", "b", "w", "comm"}) {

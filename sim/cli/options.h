@@ -35,8 +35,10 @@ struct DefaultExample {
 // Adds -p, -m, -v, --f, --b, --w, --comm, --m-b, --m-w and --json to `desc`.
 void add_run_options(boost::program_options::options_description& desc);
 
-// Reads and checks the options added by add_run_options.
-RunInputs read_run_inputs(const boost::program_options::variables_map& vm);
+// Reads and checks the options added by add_run_options. With `from_file`, p, m and v are the
+// file's (devices, microbatches, stages per device); -p/-m/-v given must agree with them.
+RunInputs read_run_inputs(const boost::program_options::variables_map& vm,
+                          const sim::Schedule* from_file = nullptr);
 
 // The parameters one schedule runs with: the -v given, else the schedule's own default. With
 // `only_where_taken` (compare), a -v given applies only to schedules that take chunks.

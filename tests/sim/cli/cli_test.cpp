@@ -206,6 +206,33 @@ TEST(Cli, BadInputGetsOneLineAndStatusTwo) {
   }
 }
 
+TEST(Cli, ScheduleFileRoundTripsThroughSimulate) {
+  const std::string path = ::testing::TempDir() + "/bubblesim_cli_zbh2.csv";
+  const Outcome generated = run_cli({"simulate", "-s", "zb-h2", "-p", "4", "-m", "9", "--f",
+                                     "1,2,1,2", "--write-schedule", path, "--json"});
+  ASSERT_EQ(generated.status, 0) << generated.err;
+  const Outcome from_file =
+      run_cli({"simulate", "--schedule-file", path, "--f", "1,2,1,2", "--json"});
+  ASSERT_EQ(from_file.status, 0) << from_file.err;
+  const auto a = parse_json(generated.out), b = parse_json(from_file.out);
+  EXPECT_STREQ(b["schedule"].GetString(), path.c_str());
+  EXPECT_EQ(b["pp"].GetInt(), 4);
+  EXPECT_EQ(b["microbatches"].GetInt(), 9);
+  EXPECT_EQ(a["iteration_time_ms"].GetDouble(), b["iteration_time_ms"].GetDouble());
+  EXPECT_EQ(a["bubble_rate"].GetDouble(), b["bubble_rate"].GetDouble());
+  EXPECT_EQ(a["peak_activation_memory"].GetDouble(), b["peak_activation_memory"].GetDouble());
+  // The file fixes p, m and v: a contradicting option is an error.
+  const Outcome contradiction = run_cli({"simulate", "--schedule-file", path, "-p", "8"});
+  EXPECT_EQ(contradiction.status, 2);
+  EXPECT_NE(contradiction.err.find("the schedule file has 4 ranks"), std::string::npos)
+      << contradiction.err;
+  const Outcome both = run_cli({"simulate", "-s", "1f1b", "--schedule-file", path});
+  EXPECT_EQ(both.status, 2);
+  const Outcome missing = run_cli({"simulate", "--schedule-file", path + ".none"});
+  EXPECT_EQ(missing.status, 2);
+  EXPECT_NE(missing.err.find("cannot open"), std::string::npos) << missing.err;
+}
+
 int exit_status(const std::string& command) {
   const int raw = std::system(command.c_str());
   return WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;

@@ -1,0 +1,118 @@
+// Schedule files: round trips of every generated schedule, and errors that name the cell.
+#include "traces/schedule_csv.h"
+
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "sim/schedules/handcrafted.h"
+#include "sim/schedules/interleaved.h"
+#include "sim/simulation.h"
+
+namespace bubblesim::traces {
+namespace {
+
+using sim::Op;
+using sim::OpKind;
+
+sim::Schedule parse(const std::string& text) {
+  std::istringstream in(text);
+  return parse_schedule_csv(in, "test.csv");
+}
+
+std::string write(const sim::Schedule& s) {
+  std::ostringstream out;
+  write_schedule_csv(out, s);
+  return out.str();
+}
+
+void expect_error(const std::string& text, const std::string& needle) {
+  try {
+    parse(text);
+    FAIL() << "expected an error containing '" << needle << "' for:\n" << text;
+  } catch (const ScheduleFileError& e) {
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    EXPECT_EQ(std::string(e.what()).rfind("test.csv: ", 0), 0u) << e.what();
+  }
+}
+
+TEST(ScheduleCsv, EveryGeneratedScheduleRoundTrips) {
+  sim::ScheduleRegistry registry;
+  sim::add_handcrafted_schedules(registry);
+  sim::add_interleaved_schedules(registry);
+  for (const sim::ScheduleGenerator* g : registry.all()) {
+    for (const int p : {1, 2, 4}) {
+      for (const int m : {p, 2 * p, 3 * p}) {
+        const int v = g->default_chunks();
+        const sim::Schedule original = g->generate({p, m, v});
+        const sim::Schedule back = parse(write(original));
+        EXPECT_EQ(back.stage_device, original.stage_device) << g->name();
+        EXPECT_EQ(back.num_microbatches, original.num_microbatches) << g->name();
+        ASSERT_EQ(back.device_ops, original.device_ops) << g->name() << " p=" << p << " m=" << m;
+        // Hence the same simulation, to the nanosecond.
+        const auto costs = sim::PerDeviceCostModel::uniform(
+            {sim::ms_to_ns(3), sim::ms_to_ns(4), sim::ms_to_ns(2), sim::ms_to_ns(0.3), 1, 0.5}, p,
+            v);
+        const auto a = sim::simulate(original, costs).metrics;
+        const auto b = sim::simulate(back, costs).metrics;
+        EXPECT_EQ(a.iteration_time_ns, b.iteration_time_ns) << g->name();
+        EXPECT_EQ(a.bubble_rate, b.bubble_rate) << g->name();
+        EXPECT_EQ(a.peak_activation_memory, b.peak_activation_memory) << g->name();
+      }
+    }
+  }
+}
+
+TEST(ScheduleCsv, WritesPyTorchActionTokens) {
+  sim::ScheduleRegistry registry;
+  sim::add_handcrafted_schedules(registry);
+  EXPECT_EQ(write(registry.get("zb-h1").generate({2, 2, 1})),
+            "0F0,0F1,0I0,0W0,0I1,0W1\n1F0,1I0,1F1,1I1,1W0,1W1\n");
+  EXPECT_EQ(write(registry.get("1f1b").generate({2, 1, 1})), "0F0,0B0\n1F0,1B0\n");
+}
+
+TEST(ScheduleCsv, InfersAVPlacementAndSkipsIdleCells) {
+  // Two ranks, four stages in a V: rank 0 holds stages 0 and 3, rank 1 stages 1 and 2.
+  const sim::Schedule s = parse(
+      "0F0,,,3F0,3I0,3W0,,,0I0,0W0\r\n"
+      ",1F0,2F0,,,2I0,1I0,2W0,1W0\r\n");
+  EXPECT_EQ(s.stage_device, (std::vector<int>{0, 1, 1, 0}));
+  EXPECT_EQ(s.num_microbatches, 1);
+  ASSERT_EQ(s.device_ops[0].size(), 6u);
+  EXPECT_EQ(s.device_ops[0][1], (Op{OpKind::F, 3, 1, 0}));  // stage 3 is rank 0's chunk 1
+  EXPECT_EQ(s.device_ops[1][1], (Op{OpKind::F, 2, 1, 0}));
+}
+
+TEST(ScheduleCsv, ErrorsNameTheCell) {
+  expect_error("0F0,0X0\n", "row 1, column 2: '0X0' has an unknown action 'X'");
+  expect_error("0F0,0SEND_F0\n", "row 1, column 2: '0SEND_F0' is a communication or memory action");
+  expect_error("0F0,F1\n", "row 1, column 2: 'F1' is not an action");
+  expect_error("0F0,0F\n", "row 1, column 2: '0F' is not an action");
+  expect_error("(0F1;1B0)OVERLAP_F_B\n",
+               "row 1, column 1: '(0F1;1B0)OVERLAP_F_B' is an overlapped");
+  // Stage 0 on rank 0 (row 1) and rank 1 (row 2).
+  expect_error("0F0,0B0\n1F0,1B0,0F1\n", "row 2, column 3: stage 0 is on two ranks: row 1");
+  // An I without its W: the I's cell is named.
+  expect_error("0F0,,0I0\n,1F0,1I0,1W0\n",
+               "missing op W(stage 0, mb 0) after B(stage 0, mb 0) [0I0 at row 1 column 3]");
+  // Rank 1 runs the backward of microbatch 0 before its forward: a cycle, with both cells.
+  expect_error("0F0,0B0\n1B0,1F0\n", "1F0 at row 2 column 2, 1B0 at row 2 column 1");
+  expect_error("0F0,0B0\n0F0,0B0\n", "stage 0 is on two ranks");
+  expect_error("0F0,0F0,0B0\n", "F(stage 0, mb 0) appears twice");
+  expect_error("0F0,0B0\n2F0,2B0\n", "stage 1 has no actions");
+  expect_error("\n\n", "the schedule has no actions");
+}
+
+TEST(ScheduleCsv, SaveIsAtomicAndReadable) {
+  sim::ScheduleRegistry registry;
+  sim::add_handcrafted_schedules(registry);
+  const sim::Schedule s = registry.get("zb-h2").generate({3, 6, 1});
+  const std::string path = ::testing::TempDir() + "/bubblesim_schedule_test.csv";
+  save_schedule_csv(path, s);
+  EXPECT_EQ(read_schedule_csv(path).device_ops, s.device_ops);
+  EXPECT_THROW(save_schedule_csv("/nonexistent-dir/x.csv", s), Error);
+  EXPECT_THROW(read_schedule_csv("/nonexistent-dir/x.csv"), ScheduleFileError);
+}
+
+}  // namespace
+}  // namespace bubblesim::traces

@@ -1,0 +1,196 @@
+#include "traces/schedule_csv.h"
+
+#include <cctype>
+#include <cstdio>
+#include <fstream>
+#include <istream>
+#include <map>
+#include <ostream>
+#include <sstream>
+#include <vector>
+
+#include "sim/cost_model.h"
+#include "sim/op_graph.h"
+
+namespace bubblesim::traces {
+
+namespace {
+
+using sim::Op;
+using sim::OpKind;
+
+struct Cell {
+  int row = 0;     // 1-based, as a spreadsheet shows it
+  int column = 0;  // 1-based
+};
+
+std::string at(const std::string& name, const Cell& cell) {
+  return name + ": row " + std::to_string(cell.row) + ", column " + std::to_string(cell.column);
+}
+
+// Reads the digits at `pos`; false when there are none (or too many for an int).
+bool read_number(const std::string& s, std::size_t& pos, int& value) {
+  const std::size_t start = pos;
+  long long v = 0;
+  while (pos < s.size() && std::isdigit(static_cast<unsigned char>(s[pos])) && pos - start < 9) {
+    v = v * 10 + (s[pos++] - '0');
+  }
+  value = static_cast<int>(v);
+  return pos > start && (pos == s.size() || !std::isdigit(static_cast<unsigned char>(s[pos])));
+}
+
+Op parse_action(const std::string& token, const std::string& name, const Cell& cell) {
+  auto fail = [&](const std::string& why) -> Op {
+    throw ScheduleFileError(at(name, cell) + ": '" + token + "' " + why);
+  };
+  if (!token.empty() && token.front() == '(') {
+    return fail("is an overlapped F&B pair, which bubblesim cannot read yet");
+  }
+  std::size_t pos = 0;
+  int stage = 0;
+  if (!read_number(token, pos, stage)) {
+    return fail("is not an action (expected <stage><F|I|W|B><microbatch>, e.g. 0F3)");
+  }
+  std::size_t letters = pos;
+  while (letters < token.size() &&
+         (std::isupper(static_cast<unsigned char>(token[letters])) || token[letters] == '_')) {
+    ++letters;
+  }
+  const std::string action = token.substr(pos, letters - pos);
+  pos = letters;
+  static const std::map<std::string, OpKind> kKinds = {
+      {"F", OpKind::F}, {"I", OpKind::B}, {"W", OpKind::W}, {"B", OpKind::BW}};
+  const auto kind = kKinds.find(action);
+  if (kind == kKinds.end()) {
+    static const char* kOther[] = {"UNSHARD", "RESHARD", "REDUCE_GRAD", "SEND_F",
+                                   "RECV_F",  "SEND_B",  "RECV_B"};
+    for (const char* other : kOther) {
+      if (action == other) {
+        return fail(
+            "is a communication or memory action: bubblesim reads compute-only "
+            "schedules (F, I, W, B)");
+      }
+    }
+    return fail("has an unknown action '" + action + "' (expected F, I, W or B)");
+  }
+  int microbatch = 0;
+  if (!read_number(token, pos, microbatch) || pos != token.size()) {
+    return fail("is not an action (expected <stage><F|I|W|B><microbatch>, e.g. 0F3)");
+  }
+  return Op{kind->second, stage, 0, microbatch};
+}
+
+std::string trimmed(const std::string& s) {
+  const std::size_t first = s.find_first_not_of(" \t\r");
+  if (first == std::string::npos) return "";
+  return s.substr(first, s.find_last_not_of(" \t\r") - first + 1);
+}
+
+std::string token_of(const Op& op) {
+  static const char* kLetters[] = {"F", "I", "W", "B"};  // F, B (input gradient), W, BW
+  return std::to_string(op.stage) + kLetters[static_cast<int>(op.kind)] +
+         std::to_string(op.microbatch);
+}
+
+}  // namespace
+
+sim::Schedule parse_schedule_csv(std::istream& in, const std::string& name) {
+  sim::Schedule schedule;
+  std::map<std::pair<int, int>, std::vector<Cell>> cells;  // (stage, mb, kind) -> where
+  auto key = [](const Op& op) {
+    return std::make_pair(op.stage, op.microbatch * sim::kNumOpKinds + static_cast<int>(op.kind));
+  };
+  std::map<int, Cell> stage_home;  // stage -> first cell that runs it
+  int max_stage = -1, max_mb = -1;
+  std::string line;
+  for (int row = 1; std::getline(in, line); ++row) {
+    auto& ops = schedule.device_ops.emplace_back();
+    std::stringstream cells_of_row(line);
+    std::string text;
+    for (int column = 1; std::getline(cells_of_row, text, ','); ++column) {
+      const std::string token = trimmed(text);
+      if (token.empty()) continue;  // an idle step
+      const Cell cell{row, column};
+      const Op op = parse_action(token, name, cell);
+      const auto [home, fresh] = stage_home.emplace(op.stage, cell);
+      if (!fresh && home->second.row != row) {
+        throw ScheduleFileError(at(name, cell) + ": stage " + std::to_string(op.stage) +
+                                " is on two ranks: row " + std::to_string(home->second.row) +
+                                " (column " + std::to_string(home->second.column) +
+                                ") runs it too");
+      }
+      max_stage = std::max(max_stage, op.stage);
+      max_mb = std::max(max_mb, op.microbatch);
+      cells[key(op)].push_back(cell);
+      ops.push_back(op);
+    }
+  }
+  if (max_stage < 0) throw ScheduleFileError(name + ": the schedule has no actions");
+  for (int s = 0; s <= max_stage; ++s) {
+    if (stage_home.count(s) == 0) {
+      throw ScheduleFileError(name + ": stage " + std::to_string(s) +
+                              " has no actions (stages 0 to " + std::to_string(max_stage) +
+                              " appear)");
+    }
+    schedule.stage_device.push_back(stage_home[s].row - 1);
+  }
+  schedule.num_microbatches = max_mb + 1;
+  const std::vector<int> chunks = schedule.stage_chunks();
+  for (auto& ops : schedule.device_ops) {
+    for (Op& op : ops)
+      op.chunk = chunks[static_cast<std::size_t>(op.stage)];
+  }
+
+  try {
+    schedule.validate();
+    const auto no_costs =
+        sim::PerDeviceCostModel::uniform({0, 0, 0, 0, 0, 0}, schedule.num_devices());
+    sim::OpGraph(schedule, no_costs).check_acyclic();
+  } catch (const sim::ScheduleError& e) {
+    // Point at the cells of the ops the error names.
+    std::string where;
+    for (const Op& op : e.ops()) {
+      const auto found = cells.find(key(op));
+      if (found == cells.end()) continue;
+      for (const Cell& cell : found->second) {
+        where += (where.empty() ? "" : ", ") + token_of(op) + " at row " +
+                 std::to_string(cell.row) + " column " + std::to_string(cell.column);
+      }
+    }
+    throw ScheduleFileError(name + ": " + e.what() + (where.empty() ? "" : " [" + where + "]"));
+  }
+  return schedule;
+}
+
+sim::Schedule read_schedule_csv(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw ScheduleFileError(path + ": cannot open the schedule file");
+  return parse_schedule_csv(in, path);
+}
+
+void write_schedule_csv(std::ostream& out, const sim::Schedule& schedule) {
+  for (const auto& ops : schedule.device_ops) {
+    for (std::size_t i = 0; i < ops.size(); ++i)
+      out << (i == 0 ? "" : ",") << token_of(ops[i]);
+    out << '\n';
+  }
+}
+
+void save_schedule_csv(const std::string& path, const sim::Schedule& schedule) {
+  const std::string temporary = path + ".tmp";
+  {
+    std::ofstream out(temporary, std::ios::trunc);
+    write_schedule_csv(out, schedule);
+    out.flush();
+    if (!out) {
+      std::remove(temporary.c_str());
+      throw Error(path + ": cannot write the schedule file");
+    }
+  }
+  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
+    std::remove(temporary.c_str());
+    throw Error(path + ": cannot write the schedule file");
+  }
+}
+
+}  // namespace bubblesim::traces
