@@ -79,35 +79,35 @@ void Schedule::validate() const {
           static_cast<std::uint32_t>(op.microbatch) >= microbatches ||
           static_cast<unsigned>(op.kind) >= kNumOpKinds) {
         throw PlacementError(to_string(op) + " at " + where({d, i}) +
-                                 " is out of range: " + std::to_string(num_stages()) +
-                                 " stages, " + std::to_string(num_microbatches) + " microbatches",
+                                 " is out of range: " + std::to_string(num_stages()) + " stages, " +
+                                 std::to_string(num_microbatches) + " microbatches",
                              {op});
       }
       if (placement[op.stage] != d) {
         throw PlacementError("stage " + std::to_string(op.stage) +
-                             " is on two devices: placed on device " +
+                                 " is on two devices: placed on device " +
                                  std::to_string(placement[op.stage]) + ", but " + where({d, i}) +
                                  " runs " + to_string(op),
                              {op});
       }
       if (op.chunk != chunk_of[op.stage]) {
-        throw PlacementError(to_string(op) + " at " + where({d, i}) + " says chunk " +
-                             std::to_string(op.chunk) + ", but stage " + std::to_string(op.stage) +
-                                 " is chunk " + std::to_string(chunk_of[op.stage]) +
-                                 " of device " + std::to_string(d),
-                             {op});
+        throw PlacementError(
+            to_string(op) + " at " + where({d, i}) + " says chunk " + std::to_string(op.chunk) +
+                ", but stage " + std::to_string(op.stage) + " is chunk " +
+                std::to_string(chunk_of[op.stage]) + " of device " + std::to_string(d),
+            {op});
       }
       const std::size_t slot = slots(op);
       if (taken[slot] != 0) {
         Op other = op;
         other.kind = static_cast<OpKind>(taken[slot] - 1);
         const std::string first = where(first_position(slot));
-        throw DuplicateOpError(other.kind == op.kind
-                                   ? to_string(op) + " appears twice: at " + first + " and " +
-                                         where({d, i})
-                                   : "backward runs twice: " + to_string(other) + " at " + first +
-                                         " and " + to_string(op) + " at " + where({d, i}),
-                               {other, op});
+        throw DuplicateOpError(
+            other.kind == op.kind
+                ? to_string(op) + " appears twice: at " + first + " and " + where({d, i})
+                : "backward runs twice: " + to_string(other) + " at " + first + " and " +
+                      to_string(op) + " at " + where({d, i}),
+            {other, op});
       }
       taken[slot] = static_cast<std::uint8_t>(static_cast<int>(op.kind) + 1);
     }

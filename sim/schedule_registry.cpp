@@ -64,10 +64,11 @@ void require_pipeline(const ScheduleParams& params) {
   }
 }
 
-void require_single_chunk(const ScheduleParams& params, std::string_view schedule) {
-  if (params.chunks != 1) {
-    throw InvalidArgument("schedule '" + std::string(schedule) +
-                          "' places one chunk per device: -v/--chunks must be 1, got " +
+void require_chunks(const ScheduleParams& params, std::string_view schedule, int chunks) {
+  if (params.chunks != chunks) {
+    throw InvalidArgument("schedule '" + std::string(schedule) + "' places " +
+                          std::to_string(chunks) + (chunks == 1 ? " chunk" : " chunks") +
+                          " per device: -v/--chunks must be " + std::to_string(chunks) + ", got " +
                           std::to_string(params.chunks));
   }
 }

@@ -15,10 +15,18 @@
 
 namespace bubblesim::sim {
 
+class CostModel;
+
 struct ScheduleParams {
   int pp = 1;            // pipeline devices, p
   int microbatches = 1;  // m
   int chunks = 1;        // model chunks per device, v
+  // For schedules built from the costs (zb-v): the costs they will run with, borrowed; unit
+  // costs (T_F = T_B = T_W, T_comm = 0, M_B = 1, M_W = 0.5 per whole stage) when null.
+  const CostModel* costs = nullptr;
+  // Activation-memory limit per device for such schedules, in the unit of M_B; 0 means the
+  // schedule's default.
+  double mem_limit = 0;
 };
 
 class ScheduleGenerator {
@@ -27,8 +35,9 @@ class ScheduleGenerator {
   virtual std::string_view name() const = 0;         // e.g. "zb-h1"
   virtual std::string_view description() const = 0;  // one line
   virtual std::string_view parameters() const = 0;   // which parameters, and their ranges
-  // Chunks per device when the user names none; 1 for a schedule that takes no -v.
+  // Chunks per device: the default, and whether -v/--chunks may change it.
   virtual int default_chunks() const { return 1; }
+  virtual bool takes_chunks_option() const { return false; }
   // Throws InvalidArgument naming the parameter when `params` are out of range.
   virtual Schedule generate(const ScheduleParams& params) const = 0;
 };
@@ -55,6 +64,6 @@ class ScheduleRegistry {
 
 // Parameter checks shared by generators; each throws InvalidArgument naming the parameter.
 void require_pipeline(const ScheduleParams& params);  // p >= 1, m >= 1, p * m within limits
-void require_single_chunk(const ScheduleParams& params, std::string_view schedule);
+void require_chunks(const ScheduleParams& params, std::string_view schedule, int chunks);
 
 }  // namespace bubblesim::sim

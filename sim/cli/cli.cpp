@@ -11,6 +11,7 @@
 #include "sim/cost_model.h"
 #include "sim/schedules/handcrafted.h"
 #include "sim/schedules/interleaved.h"
+#include "sim/schedules/v_shape.h"
 #include "sim/simulation.h"
 #include "traces/schedule_csv.h"
 
@@ -44,6 +45,7 @@ sim::ScheduleRegistry make_registry() {
   sim::ScheduleRegistry registry;
   sim::add_handcrafted_schedules(registry);
   sim::add_interleaved_schedules(registry);
+  sim::add_v_shape_schedules(registry);
   return registry;
 }
 
@@ -67,6 +69,14 @@ bool parse(const std::vector<std::string>& args, const po::options_description& 
   }
   po::notify(vm);
   return true;
+}
+
+// Generates with the costs the schedule will run with (schedules built from costs use them).
+sim::Schedule generate(const sim::ScheduleGenerator& generator, sim::ScheduleParams params,
+                       const RunInputs& in) {
+  const sim::PerDeviceCostModel costs(in.device_costs, params.chunks);
+  params.costs = &costs;
+  return generator.generate(params);
 }
 
 RunSummary run_schedule(std::string name, const sim::Schedule& schedule,
@@ -143,7 +153,7 @@ int cmd_simulate(const std::vector<std::string>& args, std::ostream& out) {
     const sim::ScheduleGenerator& generator = registry.get(vm["schedule"].as<std::string>());
     in = read_run_inputs(vm);
     params = params_for(in, generator, false);
-    schedule = generator.generate(params);
+    schedule = generate(generator, params, in);
     name = generator.name();
   }
   const RunSummary run = run_schedule(name, schedule, params, in);
@@ -180,7 +190,7 @@ int cmd_compare(const std::vector<std::string>& args, std::ostream& out, std::os
   for (const sim::ScheduleGenerator* g : select(registry, chosen)) {
     try {
       const sim::ScheduleParams params = params_for(in, *g, true);
-      runs.push_back(run_schedule(std::string(g->name()), g->generate(params), params, in));
+      runs.push_back(run_schedule(std::string(g->name()), generate(*g, params, in), params, in));
     } catch (const InvalidArgument& e) {
       if (chosen != "all") throw;
       err << "bubblesim compare: note: " << g->name() << " left out: " << e.what() << '\n';

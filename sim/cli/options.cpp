@@ -51,6 +51,8 @@ void add_run_options(po::options_description& desc) {
     ("m-b", po::value<double>()->default_value(1.0, "1"),
      "activation memory M_B an F allocates (any unit; results use the same unit)")
     ("m-w", po::value<double>()->default_value(0.5, "0.5"), "activation memory M_W that B keeps for W")
+    ("mem-limit", po::value<double>()->default_value(0, "p*M_B"),
+     "activation-memory limit per device for schedules built under a limit (zb-v), unit of --m-b")
     ("json", po::bool_switch(), "print the summary as JSON instead of a table");
   // clang-format on
 }
@@ -109,11 +111,10 @@ RunInputs read_run_inputs(const po::variables_map& vm, const sim::Schedule* from
                             " ranks, so --f/--b/--w cannot be split into chunks");
     }
     in.params.pp = from_schedule(vm, "pp", "-p/--pp", devices, "ranks");
-    in.params.microbatches =
-        from_schedule(vm, "microbatches", "-m/--microbatches", from_file->num_microbatches,
-                      "microbatches");
-    in.params.chunks = from_schedule(vm, "chunks", "-v/--chunks",
-                                     from_file->num_stages() / devices, "stages per rank");
+    in.params.microbatches = from_schedule(vm, "microbatches", "-m/--microbatches",
+                                           from_file->num_microbatches, "microbatches");
+    in.params.chunks = from_schedule(vm, "chunks", "-v/--chunks", from_file->num_stages() / devices,
+                                     "stages per rank");
     in.chunks_given = true;
   }
   in.json = vm["json"].as<bool>();
@@ -130,6 +131,7 @@ RunInputs read_run_inputs(const po::variables_map& vm, const sim::Schedule* from
   const auto comm = parse_time_list("--comm", vm["comm"].as<std::string>(), p);
   const double m_b = non_negative(vm, "m-b");
   const double m_w = non_negative(vm, "m-w");
+  in.mem_limit = non_negative(vm, "mem-limit");
 
   // The iteration cannot outlast all ops and transfers in a row: p m (T_F + T_B + T_W) plus
   // at most 2 p v m hops, with v <= 1024. Keep that far from the int64 clock's limit.
@@ -151,10 +153,9 @@ RunInputs read_run_inputs(const po::variables_map& vm, const sim::Schedule* from
 sim::ScheduleParams params_for(const RunInputs& in, const sim::ScheduleGenerator& generator,
                                bool only_where_taken) {
   sim::ScheduleParams params = in.params;
-  const bool takes_chunks = generator.default_chunks() > 1;
-  if (!in.chunks_given || (only_where_taken && !takes_chunks)) {
-    params.chunks = generator.default_chunks();
-  }
+  params.mem_limit = in.mem_limit;
+  const bool apply = in.chunks_given && (generator.takes_chunks_option() || !only_where_taken);
+  if (!apply) params.chunks = generator.default_chunks();
   return params;
 }
 

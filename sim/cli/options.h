@@ -16,6 +16,7 @@ namespace bubblesim::cli {
 struct RunInputs {
   sim::ScheduleParams params;  // chunks: the -v given, see chunks_given
   bool chunks_given = false;
+  double mem_limit = 0;  // --mem-limit, unit of --m-b; 0: each schedule's default
   std::vector<sim::DeviceCosts> device_costs;  // one per device
   bool json = false;
   bool default_example = false;  // p, m and all times left at the embedded example's values

@@ -85,7 +85,7 @@ class GPipe final : public ScheduleGenerator {
   std::string_view parameters() const override { return "p >= 1, m >= 1"; }
   Schedule generate(const ScheduleParams& params) const override {
     require_pipeline(params);
-    require_single_chunk(params, name());
+    require_chunks(params, name(), 1);
     return one_stage_per_device(params, [&](StageOrder& stage, int) {
       for (int i = 0; i < params.microbatches; ++i)
         stage.next(OpKind::F);
@@ -104,7 +104,7 @@ class OneFOneB final : public ScheduleGenerator {
   std::string_view parameters() const override { return "p >= 1, m >= 1"; }
   Schedule generate(const ScheduleParams& params) const override {
     require_pipeline(params);
-    require_single_chunk(params, name());
+    require_chunks(params, name(), 1);
     return warmup_then_alternate(params, one_f_one_b_warmup, false, nullptr);
   }
 };
@@ -118,7 +118,7 @@ class ZbH1 final : public ScheduleGenerator {
   std::string_view parameters() const override { return "p >= 1, m >= 1"; }
   Schedule generate(const ScheduleParams& params) const override {
     require_pipeline(params);
-    require_single_chunk(params, name());
+    require_chunks(params, name(), 1);
     return warmup_then_alternate(params, one_f_one_b_warmup, true, zb_h1_lag);
   }
 };
@@ -133,7 +133,7 @@ class ZbH2 final : public ScheduleGenerator {
   std::string_view parameters() const override { return "p >= 1, m >= 1"; }
   Schedule generate(const ScheduleParams& params) const override {
     require_pipeline(params);
-    require_single_chunk(params, name());
+    require_chunks(params, name(), 1);
     return warmup_then_alternate(params, zb_h2_warmup, true, zb_h2_lag);
   }
 };

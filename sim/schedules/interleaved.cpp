@@ -16,6 +16,7 @@ class InterleavedOneFOneB final : public ScheduleGenerator {
   }
   std::string_view parameters() const override { return "p >= 1, v >= 2, m a multiple of p"; }
   int default_chunks() const override { return 3; }
+  bool takes_chunks_option() const override { return true; }
 
   Schedule generate(const ScheduleParams& params) const override {
     require_pipeline(params);

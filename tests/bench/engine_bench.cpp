@@ -11,6 +11,8 @@
 #include "sim/cost_model.h"
 #include "sim/engine.h"
 #include "sim/schedules/handcrafted.h"
+#include "sim/schedules/v_shape.h"
+#include "sim/simulation.h"
 
 namespace {
 
@@ -52,6 +54,7 @@ const ScheduleRegistry& registry() {
   static const ScheduleRegistry r = [] {
     ScheduleRegistry reg;
     bubblesim::sim::add_handcrafted_schedules(reg);
+    bubblesim::sim::add_v_shape_schedules(reg);
     return reg;
   }();
   return r;
@@ -95,8 +98,25 @@ void BM_BytesPerOp(benchmark::State& state, const char* name) {
   state.counters["bytes_per_op"] = per_op;
 }
 
+// zb-v is built by simulating candidates: generation plus the final simulation, with the
+// 1.5B example's times (issue 4's target: <= 10 ms at p = 32, m = 256).
+void BM_ZbVGenerateAndSimulate(benchmark::State& state) {
+  const int p = static_cast<int>(state.range(0));
+  const int m = static_cast<int>(state.range(1));
+  const auto model = bubblesim::sim::PerDeviceCostModel::uniform(
+      {bubblesim::sim::ms_to_ns(18.522), bubblesim::sim::ms_to_ns(18.086),
+       bubblesim::sim::ms_to_ns(9.337), bubblesim::sim::ms_to_ns(0.601), 1.0, 0.5},
+      p, 2);
+  for (auto _ : state) {
+    const auto schedule = registry().get("zb-v").generate(ScheduleParams{p, m, 2, &model});
+    auto result = bubblesim::sim::simulate(schedule, model);
+    benchmark::DoNotOptimize(result);
+  }
+}
+
 }  // namespace
 
+BENCHMARK(BM_ZbVGenerateAndSimulate)->Args({32, 256})->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Simulate, 1f1b, "1f1b")
     ->Args({64, 4096})
     ->Args({8, 64})

@@ -1,0 +1,267 @@
+#include "sim/schedules/v_shape.h"
+
+#include <algorithm>
+#include <array>
+#include <optional>
+#include <sstream>
+
+#include "sim/cost_model.h"
+#include "sim/device_events.h"
+#include "sim/placement.h"
+#include "sim/simulation.h"
+
+namespace bubblesim::sim {
+
+namespace {
+
+std::string number(double x) {
+  std::ostringstream s;
+  s << x;
+  return s.str();
+}
+
+// The yes/no choices of the greedy.
+struct Choices {
+  bool forward_first = false;              // a ready F goes before a ready B
+  bool reserve_for_chunk1 = false;         // a chunk-0 F leaves room for one chunk-1 F
+  bool chunk1_forward_first = true;        // between two ready F, the later stage's
+  bool lower_stage_backward_first = true;  // between two ready B, the earlier stage's
+  bool w_only_in_long_gaps = false;        // a W waits for a gap of at least its length, unless
+                                           // memory stops the next F or nothing else is known
+};
+
+// What one run of the greedy built, with the timing and memory it simulated on the way.
+struct Built {
+  Schedule schedule;
+  TimeNs max_span_ns = 0;
+  double peak = 0;         // largest activation memory any device held
+  bool no_bubble = false;  // every device busy for the whole longest span
+};
+
+// Builds one V schedule by simulating: see v_shape.h. Returns nothing when the memory limit
+// stops every device before all ops are placed.
+class VGreedy {
+ public:
+  VGreedy(int p, int m, const CostModel& costs, std::vector<double> limit, Choices choices)
+      : p_(p),
+        m_(m),
+        costs_(costs),
+        limit_(std::move(limit)),
+        choices_(choices),
+        f_ready_(static_cast<std::size_t>(2 * p * m), kNever),
+        b_ready_(f_ready_.size(), kNever),
+        next_(static_cast<std::size_t>(2 * p)),
+        free_at_(static_cast<std::size_t>(p), 0),
+        first_start_(static_cast<std::size_t>(p), 0),
+        busy_(static_cast<std::size_t>(p), 0),
+        held_(static_cast<std::size_t>(p), 0.0),
+        peak_(static_cast<std::size_t>(p), 0.0),
+        picks_(static_cast<std::size_t>(p)),
+        events_(static_cast<std::size_t>(p)) {
+    schedule_.num_microbatches = m;
+    schedule_.stage_device = v_placement(p);
+    schedule_.device_ops.resize(static_cast<std::size_t>(p));
+    for (int k = 0; k < m; ++k)
+      f_ready_[index(0, k)] = 0;
+  }
+
+  std::optional<Built> run() {
+    for (int d = 0; d < p_; ++d)
+      replan(d);
+    std::size_t placed = 0;
+    while (events_.next_time() != kNever) {
+      const int d = static_cast<int>(events_.next_device());
+      place(d, picks_[static_cast<std::size_t>(d)]);
+      ++placed;
+    }
+    if (placed != static_cast<std::size_t>(6 * p_ * m_)) return std::nullopt;
+    Built built;
+    built.no_bubble = true;
+    for (std::size_t d = 0; d < free_at_.size(); ++d) {
+      built.max_span_ns = std::max(built.max_span_ns, free_at_[d] - first_start_[d]);
+      built.peak = std::max(built.peak, peak_[d]);
+    }
+    for (std::size_t d = 0; d < free_at_.size(); ++d) {
+      built.no_bubble = built.no_bubble && busy_[d] == built.max_span_ns;
+    }
+    built.schedule = std::move(schedule_);
+    return built;
+  }
+
+ private:
+  struct Pick {
+    TimeNs start_ns = kNever;
+    OpKind kind = OpKind::F;
+    int stage = 0;
+  };
+  struct Counters {
+    int f = 0, b = 0, w = 0;  // next microbatch of each pass on the stage
+  };
+
+  std::size_t index(int stage, int mb) const {
+    return static_cast<std::size_t>(stage) * static_cast<std::size_t>(m_) +
+           static_cast<std::size_t>(mb);
+  }
+  int device_of(int stage) const { return stage < p_ ? stage : 2 * p_ - 1 - stage; }
+  Op op(OpKind kind, int stage, int mb) const { return Op{kind, stage, stage < p_ ? 0 : 1, mb}; }
+  bool fits(int d, double delta) const {
+    return held_[static_cast<std::size_t>(d)] + delta <= limit_[static_cast<std::size_t>(d)] + 1e-9;
+  }
+
+  // The device's next op under the rules of v_shape.h, and when it can start.
+  Pick choose(int d) const {
+    const TimeNs free = free_at_[static_cast<std::size_t>(d)];
+    const int low = d, high = 2 * p_ - 1 - d;
+    Pick b, f, w;
+    for (const int s :
+         choices_.lower_stage_backward_first ? std::array{low, high} : std::array{high, low}) {
+      const Counters& c = next_[static_cast<std::size_t>(s)];
+      if (c.b < c.f && b_ready_[index(s, c.b)] != kNever &&
+          fits(d, costs_.activation_delta(op(OpKind::B, s, c.b), d))) {
+        const TimeNs t = std::max(free, b_ready_[index(s, c.b)]);
+        if (t < b.start_ns) b = Pick{t, OpKind::B, s};
+      }
+      if (c.w < c.b && w.start_ns == kNever) w = Pick{free, OpKind::W, s};
+    }
+    bool memory_bound = false;
+    for (const int s :
+         choices_.chunk1_forward_first ? std::array{high, low} : std::array{low, high}) {
+      const Counters& c = next_[static_cast<std::size_t>(s)];
+      if (c.f == m_ || f_ready_[index(s, c.f)] == kNever) continue;
+      const double delta = costs_.activation_delta(op(OpKind::F, s, c.f), d);
+      if (!fits(d, s == low && choices_.reserve_for_chunk1 ? 2 * delta : delta)) {
+        memory_bound = true;
+        continue;
+      }
+      const TimeNs t = std::max(free, f_ready_[index(s, c.f)]);
+      if (t < f.start_ns) f = Pick{t, OpKind::F, s};
+    }
+    const Pick& first = choices_.forward_first ? f : b;
+    const Pick& second = choices_.forward_first ? b : f;
+    if (first.start_ns == free) return first;
+    if (second.start_ns == free) return second;
+    const Pick& earliest = first.start_ns <= second.start_ns ? first : second;
+    if (w.start_ns != kNever) {
+      const TimeNs w_ns = costs_.duration_ns(op(OpKind::W, w.stage, 0), d);
+      if (!choices_.w_only_in_long_gaps || memory_bound || earliest.start_ns == kNever ||
+          earliest.start_ns - free >= w_ns) {
+        return w;
+      }
+    }
+    return earliest;
+  }
+
+  void replan(int d) {
+    picks_[static_cast<std::size_t>(d)] = choose(d);
+    events_.set(static_cast<std::size_t>(d), picks_[static_cast<std::size_t>(d)].start_ns);
+  }
+
+  // Runs the pick on device d and makes its output ready where it goes.
+  void place(int d, const Pick& pick) {
+    Counters& c = next_[static_cast<std::size_t>(pick.stage)];
+    const int mb = pick.kind == OpKind::F ? c.f++ : pick.kind == OpKind::B ? c.b++ : c.w++;
+    const Op done = op(pick.kind, pick.stage, mb);
+    const TimeNs end = pick.start_ns + costs_.duration_ns(done, d);
+    const auto i = static_cast<std::size_t>(d);
+    if (schedule_.device_ops[i].empty()) first_start_[i] = pick.start_ns;
+    schedule_.device_ops[i].push_back(done);
+    free_at_[i] = end;
+    busy_[i] += end - pick.start_ns;
+    held_[i] += costs_.activation_delta(done, d);
+    peak_[i] = std::max(peak_[i], held_[i]);
+
+    int consumer = -1;
+    auto arrive = [&](std::vector<TimeNs>& ready, int stage) {
+      consumer = device_of(stage);
+      ready[index(stage, mb)] = end + (consumer == d ? 0 : costs_.transfer_ns(d, consumer));
+    };
+    if (pick.kind == OpKind::F) {
+      pick.stage + 1 < 2 * p_ ? arrive(f_ready_, pick.stage + 1) : arrive(b_ready_, pick.stage);
+    } else if (pick.kind == OpKind::B && pick.stage > 0) {
+      arrive(b_ready_, pick.stage - 1);
+    }
+    replan(d);
+    if (consumer >= 0 && consumer != d) replan(consumer);
+  }
+
+  int p_, m_;
+  const CostModel& costs_;
+  std::vector<double> limit_;  // per device
+  Choices choices_;
+  std::vector<TimeNs> f_ready_, b_ready_;             // per (stage, mb): when the input is there
+  std::vector<Counters> next_;                        // per stage
+  std::vector<TimeNs> free_at_, first_start_, busy_;  // per device
+  std::vector<double> held_, peak_;  // per device: activation memory held now, and at most
+  std::vector<Pick> picks_;          // per device: its planned next op
+  DeviceEvents events_;              // per device: when its planned op starts
+  Schedule schedule_;
+};
+
+class ZbV final : public ScheduleGenerator {
+ public:
+  std::string_view name() const override { return "zb-v"; }
+  std::string_view description() const override {
+    return "V-shaped zero bubble: 2 chunks per device in a V, W fills the bubbles; peak "
+           "<= --mem-limit (default p*M_B)";
+  }
+  std::string_view parameters() const override { return "p >= 1, m >= 1, v = 2"; }
+  int default_chunks() const override { return 2; }
+
+  Schedule generate(const ScheduleParams& params) const override {
+    require_pipeline(params);
+    require_chunks(params, name(), 2);
+    const int p = params.pp, m = params.microbatches;
+    // Unit costs when none are given: T_F = T_B = T_W, M_B = 1, M_W = 0.5 per whole stage.
+    const PerDeviceCostModel unit =
+        PerDeviceCostModel::uniform(DeviceCosts{2000, 2000, 2000, 0, 1.0, 0.5}, p, 2);
+    const CostModel& costs = params.costs != nullptr ? *params.costs : unit;
+
+    std::vector<double> limit;
+    for (int d = 0; d < p; ++d) {
+      // A whole stage's M_B is both chunks' F.
+      const double m_b = 2 * costs.activation_delta(Op{OpKind::F, d, 0, 0}, d);
+      const double l = params.mem_limit > 0 ? params.mem_limit : p * m_b;
+      if (l + 1e-9 < m_b) {
+        throw InvalidArgument(
+            "schedule 'zb-v': --mem-limit " + number(l) +
+            " is below what one microbatch needs on a device, M_B = " + number(m_b));
+      }
+      limit.push_back(l);
+    }
+
+    // Every combination of the choices, keeping the shortest (then the leanest); the greedy's
+    // own timing is the engine's, which the end checks.
+    std::optional<Built> best;
+    for (int bits = 0; bits < 32; ++bits) {
+      const Choices choices{(bits & 1) != 0, (bits & 2) != 0, (bits & 4) == 0, (bits & 8) == 0,
+                            (bits & 16) != 0};
+      std::optional<Built> built = VGreedy(p, m, costs, limit, choices).run();
+      if (!built) continue;
+      if (!best || built->max_span_ns < best->max_span_ns ||
+          (built->max_span_ns == best->max_span_ns && built->peak < best->peak)) {
+        best = std::move(built);
+      }
+      if (best->no_bubble) break;  // nothing is shorter than no bubble
+    }
+    if (!best) {
+      throw InvalidArgument("schedule 'zb-v': no schedule found within the memory limit " +
+                            number(limit.front()) + "; try a limit closer to p*M_B");
+    }
+    const Metrics check = simulate(best->schedule, costs).metrics;
+    BUBBLESIM_CHECK(check.max_device_span_ns == best->max_span_ns,
+                    "zb-v's own timing disagrees with the engine");
+    for (const DeviceMetrics& d : check.devices) {
+      BUBBLESIM_CHECK(d.peak_activation_memory <= limit[static_cast<std::size_t>(d.device)] + 1e-9,
+                      "zb-v exceeded its memory limit on device " + std::to_string(d.device));
+    }
+    return std::move(best->schedule);
+  }
+};
+
+}  // namespace
+
+void add_v_shape_schedules(ScheduleRegistry& registry) {
+  registry.add(std::make_unique<ZbV>());
+}
+
+}  // namespace bubblesim::sim

@@ -1,0 +1,79 @@
+// ZB-V: zero bubble at unit costs within p M_B (../shared/reference/zero-bubble.md §5).
+#include "sim/schedules/v_shape.h"
+
+#include <gtest/gtest.h>
+
+#include "sim/op_graph.h"
+#include "sim/placement.h"
+#include "sim/simulation.h"
+
+namespace bubblesim::sim {
+namespace {
+
+Schedule zb_v(int p, int m, const CostModel* costs = nullptr, double mem_limit = 0) {
+  ScheduleRegistry registry;
+  add_v_shape_schedules(registry);
+  return registry.get("zb-v").generate(ScheduleParams{p, m, 2, costs, mem_limit});
+}
+
+PerDeviceCostModel unit(int p) {
+  return PerDeviceCostModel::uniform(
+      DeviceCosts{ms_to_ns(1), ms_to_ns(1), ms_to_ns(1), 0, 1.0, 0.5}, p, 2);
+}
+
+TEST(ZbV, ZeroBubbleAtPeakPMbWithUnitCosts) {
+  for (const int p : {1, 2, 3, 4, 6, 8, 16}) {
+    for (const int m : {2 * p, 3 * p, 4 * p + 1}) {
+      const auto costs = unit(p);
+      const Schedule s = zb_v(p, m, &costs);
+      EXPECT_EQ(s.stage_device, v_placement(p));
+      const Metrics metrics = simulate(s, costs).metrics;
+      EXPECT_EQ(metrics.bubble_rate, 0.0) << "p=" << p << " m=" << m;
+      EXPECT_LE(metrics.peak_activation_memory, p + 1e-9) << "p=" << p << " m=" << m;
+      // The reference's unit-cost table: 0 bubble at 2p chunk units = p whole-stage M_B.
+      if (p == 4 || p == 8) {
+        EXPECT_DOUBLE_EQ(metrics.peak_activation_memory, p) << p;
+      }
+    }
+  }
+}
+
+TEST(ZbV, RespectsTheMemoryLimitWithRealCosts) {
+  const int p = 8, m = 24;
+  const auto costs = PerDeviceCostModel::uniform(
+      DeviceCosts{ms_to_ns(18.522), ms_to_ns(18.086), ms_to_ns(9.337), ms_to_ns(0.601), 1.0, 0.5},
+      p, 2);
+  double previous_span = 1e300;
+  for (const double limit : {2.0, 4.0, 8.0, 16.0}) {
+    const Schedule s = zb_v(p, m, &costs, limit);
+    const Metrics metrics = simulate(s, costs).metrics;
+    EXPECT_LE(metrics.peak_activation_memory, limit + 1e-9) << limit;
+    // More memory never makes it slower here.
+    EXPECT_LE(static_cast<double>(metrics.max_device_span_ns), previous_span) << limit;
+    previous_span = static_cast<double>(metrics.max_device_span_ns);
+    EXPECT_EQ(Engine(s, costs).run().device_ops.size(), static_cast<std::size_t>(p));
+    EXPECT_NO_THROW(OpGraph(s, costs).check_acyclic());
+  }
+}
+
+TEST(ZbV, LimitBelowOneMicrobatchIsAnError) {
+  const auto costs = unit(4);
+  try {
+    zb_v(4, 8, &costs, 0.5);
+    FAIL();
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("below what one microbatch needs"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(ScheduleRegistry{}.find("zb-v"), nullptr);  // registries start empty
+}
+
+TEST(ZbV, TakesTwoChunksOnly) {
+  ScheduleRegistry registry;
+  add_v_shape_schedules(registry);
+  EXPECT_THROW(registry.get("zb-v").generate(ScheduleParams{4, 8, 3}), InvalidArgument);
+  EXPECT_NO_THROW(registry.get("zb-v").generate(ScheduleParams{4, 8, 2}).validate());
+}
+
+}  // namespace
+}  // namespace bubblesim::sim
