@@ -134,6 +134,19 @@ sim::Schedule parse_schedule_csv(std::istream& in, const std::string& name) {
     }
     schedule.stage_device.push_back(stage_home[s].row - 1);
   }
+  // Every (stage, microbatch) needs an F and a backward: refuse before allocating per-slot
+  // arrays for numbers the file cannot back up.
+  std::size_t actions = 0;
+  for (const auto& ops : schedule.device_ops)
+    actions += ops.size();
+  const auto needed =
+      2 * static_cast<std::size_t>(max_stage + 1) * static_cast<std::size_t>(max_mb + 1);
+  if (needed > actions) {
+    throw ScheduleFileError(name + ": stages 0 to " + std::to_string(max_stage) +
+                            " and microbatches 0 to " + std::to_string(max_mb) + " need at least " +
+                            std::to_string(needed) + " actions, the file has " +
+                            std::to_string(actions));
+  }
   schedule.num_microbatches = max_mb + 1;
   const std::vector<int> chunks = schedule.stage_chunks();
   for (auto& ops : schedule.device_ops) {

@@ -101,6 +101,9 @@ TEST(ScheduleCsv, ErrorsNameTheCell) {
   expect_error("0F0,0F0,0B0\n", "F(stage 0, mb 0) appears twice");
   expect_error("0F0,0B0\n2F0,2B0\n", "stage 1 has no actions");
   expect_error("\n\n", "the schedule has no actions");
+  // A huge microbatch number is refused before anything is sized by it.
+  expect_error("0F0,0B0,0F99999999,0B99999999\n",
+               "need at least 200000000 actions, the file has 4");
 }
 
 TEST(ScheduleCsv, SaveIsAtomicAndReadable) {
