@@ -118,7 +118,7 @@ RunInputs read_run_inputs(const po::variables_map& vm, const sim::Schedule* from
     in.chunks_given = true;
   }
   in.json = vm["json"].as<bool>();
-  in.default_example = true;
+  in.default_example = from_file == nullptr;
   for (const char* name : {"pp", "microbatches", "f", "b", "w", "comm"}) {
     in.default_example = in.default_example && vm[name].defaulted();
   }
