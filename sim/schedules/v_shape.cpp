@@ -28,6 +28,7 @@ struct Choices {
   bool lower_stage_backward_first = true;  // between two ready B, the earlier stage's
   bool w_only_in_long_gaps = false;        // a W waits for a gap of at least its length, unless
                                            // memory stops the next F or nothing else is known
+  int chunk0_in_flight = 1 << 30;          // chunk-0 microbatches past F and before B, at most
 };
 
 // What one run of the greedy built, with the timing and memory it simulated on the way.
@@ -130,6 +131,7 @@ class VGreedy {
          choices_.chunk1_forward_first ? std::array{high, low} : std::array{low, high}) {
       const Counters& c = next_[static_cast<std::size_t>(s)];
       if (c.f == m_ || f_ready_[index(s, c.f)] == kNever) continue;
+      if (s == low && c.f - c.b >= choices_.chunk0_in_flight) continue;
       const double delta = costs_.activation_delta(op(OpKind::F, s, c.f), d);
       if (!fits(d, s == low && choices_.reserve_for_chunk1 ? 2 * delta : delta)) {
         memory_bound = true;
@@ -199,13 +201,43 @@ class VGreedy {
   Schedule schedule_;
 };
 
-class ZbV final : public ScheduleGenerator {
+// The three V schedules differ in their default memory limit (in whole-stage M_B) and in
+// which caps on chunk-0 microbatches in flight they try besides none.
+struct VShapeKind {
+  const char* name;
+  const char* description;
+  double (*default_limit)(int p);  // in whole-stage M_B
+  bool try_caps;
+};
+
+double zb_v_limit(int p) {
+  return p;
+}
+double v_half_limit(int p) {
+  return (p + 2) / 2.0;
+}
+double v_min_limit(int p) {
+  return (p + 4) / 3;
+}
+
+constexpr VShapeKind kZbV{"zb-v",
+                          "V-shaped zero bubble: 2 chunks per device in a V, W fills the "
+                          "bubbles; peak <= --mem-limit (default p*M_B)",
+                          zb_v_limit, false};
+constexpr VShapeKind kVHalf{"v-half",
+                            "V-shaped, half of 1F1B's activation memory: peak (p+2)/2*M_B "
+                            "(or --mem-limit)",
+                            v_half_limit, true};
+constexpr VShapeKind kVMin{"v-min",
+                           "V-shaped, a third of 1F1B's activation memory: peak "
+                           "floor((p+4)/3)*M_B (or --mem-limit)",
+                           v_min_limit, true};
+
+class VShape final : public ScheduleGenerator {
  public:
-  std::string_view name() const override { return "zb-v"; }
-  std::string_view description() const override {
-    return "V-shaped zero bubble: 2 chunks per device in a V, W fills the bubbles; peak "
-           "<= --mem-limit (default p*M_B)";
-  }
+  explicit VShape(const VShapeKind& kind) : kind_(kind) {}
+  std::string_view name() const override { return kind_.name; }
+  std::string_view description() const override { return kind_.description; }
   std::string_view parameters() const override { return "p >= 1, m >= 1, v = 2"; }
   int default_chunks() const override { return 2; }
 
@@ -222,13 +254,22 @@ class ZbV final : public ScheduleGenerator {
     for (int d = 0; d < p; ++d) {
       // A whole stage's M_B is both chunks' F.
       const double m_b = 2 * costs.activation_delta(Op{OpKind::F, d, 0, 0}, d);
-      const double l = params.mem_limit > 0 ? params.mem_limit : p * m_b;
+      const double l = params.mem_limit > 0 ? params.mem_limit : kind_.default_limit(p) * m_b;
       if (l + 1e-9 < m_b) {
         throw InvalidArgument(
-            "schedule 'zb-v': --mem-limit " + number(l) +
+            "schedule '" + std::string(name()) + "': --mem-limit " + number(l) +
             " is below what one microbatch needs on a device, M_B = " + number(m_b));
       }
       limit.push_back(l);
+    }
+
+    // Caps on chunk-0 microbatches in flight: none, and for the low-memory schedules a few
+    // around 3p/4, which is where V-Half and V-Min find their building block.
+    std::vector<int> caps = {1 << 30};
+    if (kind_.try_caps) {
+      for (const int cap : {(3 * p + 3) / 4, p - 1, p, p / 2}) {
+        if (cap >= 1 && std::find(caps.begin(), caps.end(), cap) == caps.end()) caps.push_back(cap);
+      }
     }
 
     // Every combination of the choices, keeping the shortest (then the leanest); the greedy's
@@ -239,37 +280,47 @@ class ZbV final : public ScheduleGenerator {
                                        0, 17, 16, 25, 24, 15, 22, 23, 4,  5, 6,
                                        7, 12, 13, 14, 20, 21, 28, 29, 30, 31};
     std::optional<Built> best;
-    for (const int bits : kOrder) {
-      const Choices choices{(bits & 1) != 0, (bits & 2) != 0, (bits & 4) == 0, (bits & 8) == 0,
-                            (bits & 16) != 0};
-      std::optional<Built> built =
-          VGreedy(p, m, costs, limit, choices).run(best ? best->max_span_ns : kNever);
-      if (!built) continue;
-      if (!best || built->max_span_ns < best->max_span_ns ||
-          (built->max_span_ns == best->max_span_ns && built->peak < best->peak)) {
-        best = std::move(built);
+    for (const int cap : caps) {
+      for (const int bits : kOrder) {
+        const Choices choices{(bits & 1) != 0, (bits & 2) != 0,  (bits & 4) == 0,
+                              (bits & 8) == 0, (bits & 16) != 0, cap};
+        std::optional<Built> built =
+            VGreedy(p, m, costs, limit, choices).run(best ? best->max_span_ns : kNever);
+        if (!built) continue;
+        if (!best || built->max_span_ns < best->max_span_ns ||
+            (built->max_span_ns == best->max_span_ns && built->peak < best->peak)) {
+          best = std::move(built);
+        }
+        if (best->no_bubble) break;  // nothing is shorter than no bubble
       }
-      if (best->no_bubble) break;  // nothing is shorter than no bubble
+      if (best && best->no_bubble) break;
     }
     if (!best) {
-      throw InvalidArgument("schedule 'zb-v': no schedule found within the memory limit " +
+      throw InvalidArgument("schedule '" + std::string(name()) +
+                            "': no schedule found within the memory limit " +
                             number(limit.front()) + "; try a limit closer to p*M_B");
     }
     const Metrics check = simulate(best->schedule, costs).metrics;
     BUBBLESIM_CHECK(check.max_device_span_ns == best->max_span_ns,
-                    "zb-v's own timing disagrees with the engine");
+                    "the V greedy's own timing disagrees with the engine");
     for (const DeviceMetrics& d : check.devices) {
-      BUBBLESIM_CHECK(d.peak_activation_memory <= limit[static_cast<std::size_t>(d.device)] + 1e-9,
-                      "zb-v exceeded its memory limit on device " + std::to_string(d.device));
+      BUBBLESIM_CHECK(
+          d.peak_activation_memory <= limit[static_cast<std::size_t>(d.device)] + 1e-9,
+          "the V greedy exceeded its memory limit on device " + std::to_string(d.device));
     }
     return std::move(best->schedule);
   }
+
+ private:
+  const VShapeKind& kind_;
 };
 
 }  // namespace
 
 void add_v_shape_schedules(ScheduleRegistry& registry) {
-  registry.add(std::make_unique<ZbV>());
+  registry.add(std::make_unique<VShape>(kZbV));
+  registry.add(std::make_unique<VShape>(kVHalf));
+  registry.add(std::make_unique<VShape>(kVMin));
 }
 
 }  // namespace bubblesim::sim

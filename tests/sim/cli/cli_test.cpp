@@ -125,7 +125,7 @@ TEST(Cli, CompareAllLeavesOutWhatTheParametersDoNotSuit) {
   const Outcome o = run_cli({"compare", "-p", "4", "-m", "6", "--json"});
   ASSERT_EQ(o.status, 0) << o.err;
   EXPECT_NE(o.err.find("1f1b-i left out"), std::string::npos) << o.err;
-  EXPECT_EQ(parse_json(o.out).Size(), 5u);  // all but 1f1b-i
+  EXPECT_EQ(parse_json(o.out).Size(), 7u);  // all but 1f1b-i
 }
 
 TEST(Cli, ChunksApplyToTheSchedulesThatTakeThem) {
@@ -174,7 +174,7 @@ TEST(Cli, BadInputGetsOneLineAndStatusTwo) {
       {{}, "missing command"},
       {{"frobnicate"}, "unknown command 'frobnicate'"},
       {{"simulate"}, "schedule"},
-      {{"simulate", "-s", "zb-h9"}, "valid values are: gpipe, 1f1b, zb-h1, zb-h2, 1f1b-i, zb-v"},
+      {{"simulate", "-s", "zb-h9"}, "valid values are: gpipe, 1f1b, zb-h1, zb-h2, 1f1b-i, zb-v, v-half, v-min"},
       {{"simulate", "-s", "zb-v", "--mem-limit", "0.25"}, "below what one microbatch needs"},
       {{"simulate", "-s", "zb-v", "--mem-limit", "-1"}, "option --mem-limit"},
       {{"compare", "-p", "0"}, "-p/--pp"},

@@ -10,10 +10,15 @@
 namespace bubblesim::sim {
 namespace {
 
-Schedule zb_v(int p, int m, const CostModel* costs = nullptr, double mem_limit = 0) {
+Schedule v_shape(const char* name, int p, int m, const CostModel* costs = nullptr,
+                 double mem_limit = 0) {
   ScheduleRegistry registry;
   add_v_shape_schedules(registry);
-  return registry.get("zb-v").generate(ScheduleParams{p, m, 2, costs, mem_limit});
+  return registry.get(name).generate(ScheduleParams{p, m, 2, costs, mem_limit});
+}
+
+Schedule zb_v(int p, int m, const CostModel* costs = nullptr, double mem_limit = 0) {
+  return v_shape("zb-v", p, m, costs, mem_limit);
 }
 
 PerDeviceCostModel unit(int p) {
@@ -66,6 +71,37 @@ TEST(ZbV, LimitBelowOneMicrobatchIsAnError) {
         << e.what();
   }
   EXPECT_EQ(ScheduleRegistry{}.find("zb-v"), nullptr);  // registries start empty
+}
+
+// The reference's unit-cost table (§5): bubble rate, p, m.
+struct Published {
+  const char* schedule;
+  int p, m;
+  double bubble_rate;
+};
+
+TEST(ControllableMemory, VHalfAndVMinMatchThePublishedUnitCostTable) {
+  const Published rows[] = {
+      {"v-half", 4, 8, 0.0943}, {"v-half", 8, 24, 0.1056}, {"v-min", 8, 24, 0.1579}};
+  for (const Published& row : rows) {
+    const auto costs = unit(row.p);
+    const Metrics metrics = simulate(v_shape(row.schedule, row.p, row.m, &costs), costs).metrics;
+    EXPECT_LE(metrics.bubble_rate, row.bubble_rate + 0.0005) << row.schedule << " p=" << row.p;
+  }
+}
+
+TEST(ControllableMemory, PeaksAreHalfAndAThirdOfOneFOneBs) {
+  for (const int p : {2, 3, 4, 5, 8, 12}) {
+    const auto costs = unit(p);
+    const Metrics half = simulate(v_shape("v-half", p, 3 * p, &costs), costs).metrics;
+    const Metrics third = simulate(v_shape("v-min", p, 3 * p, &costs), costs).metrics;
+    EXPECT_LE(half.peak_activation_memory, (p + 2) / 2.0 + 1e-9) << p;
+    EXPECT_LE(third.peak_activation_memory, (p + 4) / 3 + 1e-9) << p;
+    // Less memory costs bubble, never the other way round.
+    const Metrics full = simulate(zb_v(p, 3 * p, &costs), costs).metrics;
+    EXPECT_LE(full.bubble_rate, half.bubble_rate) << p;
+    EXPECT_LE(half.bubble_rate, third.bubble_rate + 1e-12) << p;
+  }
 }
 
 TEST(ZbV, TakesTwoChunksOnly) {
