@@ -108,9 +108,19 @@ int cmd_schedules(const std::vector<std::string>& args, std::ostream& out) {
   po::variables_map vm;
   if (!parse(args, desc, vm, out, "usage: bubblesim schedules\n\nLists every schedule.")) return 0;
   const sim::ScheduleRegistry registry = make_registry();
-  fmt::print(out, "{:<8}  {:<16}  {}\n", "name", "parameters", "description");
+  std::size_t name_width = 4, parameters_width = 10;  // the headers' lengths
   for (const sim::ScheduleGenerator* g : registry.all()) {
-    fmt::print(out, "{:<8}  {:<16}  {}\n", g->name(), g->parameters(), g->description());
+    name_width = std::max(name_width, g->name().size());
+    parameters_width = std::max(parameters_width, g->parameters().size());
+  }
+  const auto row = [&](std::string_view name, std::string_view parameters,
+                       std::string_view description) {
+    fmt::print(out, "{:<{}}  {:<{}}  {}\n", name, name_width, parameters, parameters_width,
+               description);
+  };
+  row("name", "parameters", "description");
+  for (const sim::ScheduleGenerator* g : registry.all()) {
+    row(g->name(), g->parameters(), g->description());
   }
   return 0;
 }
