@@ -207,7 +207,7 @@ struct VShapeKind {
   const char* name;
   const char* description;
   double (*default_limit)(int p);  // in whole-stage M_B
-  bool try_caps;
+  std::size_t caps_to_try;         // of the caps below, besides none
 };
 
 double zb_v_limit(int p) {
@@ -223,15 +223,15 @@ double v_min_limit(int p) {
 constexpr VShapeKind kZbV{"zb-v",
                           "V-shaped zero bubble: 2 chunks per device in a V, W fills the "
                           "bubbles; peak <= --mem-limit (default p*M_B)",
-                          zb_v_limit, false};
+                          zb_v_limit, 1};
 constexpr VShapeKind kVHalf{"v-half",
                             "V-shaped, half of 1F1B's activation memory: peak (p+2)/2*M_B "
                             "(or --mem-limit)",
-                            v_half_limit, true};
+                            v_half_limit, 4};
 constexpr VShapeKind kVMin{"v-min",
                            "V-shaped, a third of 1F1B's activation memory: peak "
                            "floor((p+4)/3)*M_B (or --mem-limit)",
-                           v_min_limit, true};
+                           v_min_limit, 4};
 
 class VShape final : public ScheduleGenerator {
  public:
@@ -263,13 +263,13 @@ class VShape final : public ScheduleGenerator {
       limit.push_back(l);
     }
 
-    // Caps on chunk-0 microbatches in flight: none, and for the low-memory schedules a few
-    // around 3p/4, which is where V-Half and V-Min find their building block.
+    // Caps on chunk-0 microbatches in flight: none, then p (half of ZB-V's memory for chunk
+    // 0, its better warm-up when T_comm is large) and a few around 3p/4, where V-Half and
+    // V-Min find their building block. Each cap costs a full search: ZB-V tries just p.
     std::vector<int> caps = {1 << 30};
-    if (kind_.try_caps) {
-      for (const int cap : {(3 * p + 3) / 4, p - 1, p, p / 2}) {
-        if (cap >= 1 && std::find(caps.begin(), caps.end(), cap) == caps.end()) caps.push_back(cap);
-      }
+    for (const int cap : {p, (3 * p + 3) / 4, p - 1, p / 2}) {
+      if (caps.size() > kind_.caps_to_try) break;
+      if (cap >= 1 && std::find(caps.begin(), caps.end(), cap) == caps.end()) caps.push_back(cap);
     }
 
     // Every combination of the choices, keeping the shortest (then the leanest); the greedy's
