@@ -6,8 +6,10 @@
 //        device, when free, runs a ready B, else a ready F that fits in memory, else a pending
 //        W (W fills what would be idle time and frees memory), else waits for the earliest
 //        input. A few yes/no choices (F before B when both are ready; which chunk's F and
-//        which stage's B go first; keep room for a chunk-1 F) are tried in every combination
-//        with the real costs and the shortest result is kept (the first with zero bubble).
+//        which stage's B go first; keep room for a chunk-1 F; wait for long gaps before a W),
+//        without and with at most p chunk-0 microbatches in flight, are tried in every
+//        combination with the real costs; the shortest result is kept (the first with zero
+//        bubble).
 //        With T_F = T_B = T_W and T_comm = 0 it reaches zero bubble at peak p M_B for
 //        m >= 2p (the tests check p up to 16). The limit is never exceeded.
 //  v-half, v-min  The same greedy under (p+2)/2 M_B and floor((p+4)/3) M_B (the
