@@ -71,17 +71,17 @@ bool parse(const std::vector<std::string>& args, const po::options_description& 
   return true;
 }
 
-// Generates with the costs the schedule will run with (schedules built from costs use them).
-sim::Schedule generate(const sim::ScheduleGenerator& generator, sim::ScheduleParams params,
-                       const RunInputs& in) {
+// Simulates `schedule` with the inputs' costs. With a generator, first builds `schedule`
+// from it with those same costs (the schedules built from costs use them).
+RunSummary run_schedule(std::string name, sim::Schedule& schedule,
+                        const sim::ScheduleGenerator* generator, sim::ScheduleParams params,
+                        const RunInputs& in) {
   const sim::PerDeviceCostModel costs(in.device_costs, params.chunks);
-  params.costs = &costs;
-  return generator.generate(params);
-}
-
-RunSummary run_schedule(std::string name, const sim::Schedule& schedule,
-                        const sim::ScheduleParams& params, const RunInputs& in) {
-  const sim::PerDeviceCostModel costs(in.device_costs, params.chunks);
+  if (generator != nullptr) {
+    params.costs = &costs;
+    schedule = generator->generate(params);
+    params.costs = nullptr;  // the summary outlives `costs`
+  }
   return RunSummary{std::move(name), params, sim::simulate(schedule, costs).metrics};
 }
 
@@ -151,22 +151,19 @@ int cmd_simulate(const std::vector<std::string>& args, std::ostream& out) {
   }
   RunInputs in;
   sim::Schedule schedule;
-  std::string name;
-  sim::ScheduleParams params;
+  RunSummary run;
   if (vm.count("schedule-file") != 0) {
-    name = vm["schedule-file"].as<std::string>();
-    schedule = traces::read_schedule_csv(name);
+    const std::string path = vm["schedule-file"].as<std::string>();
+    schedule = traces::read_schedule_csv(path);
     in = read_run_inputs(vm, &schedule);
-    params = in.params;
+    run = run_schedule(path, schedule, nullptr, in.params, in);
   } else {
     const sim::ScheduleRegistry registry = make_registry();
     const sim::ScheduleGenerator& generator = registry.get(vm["schedule"].as<std::string>());
     in = read_run_inputs(vm);
-    params = params_for(in, generator, false);
-    schedule = generate(generator, params, in);
-    name = generator.name();
+    run = run_schedule(std::string(generator.name()), schedule, &generator,
+                       params_for(in, generator, false), in);
   }
-  const RunSummary run = run_schedule(name, schedule, params, in);
   if (vm.count("write-schedule") != 0) {
     traces::save_schedule_csv(vm["write-schedule"].as<std::string>(), schedule);
   }
@@ -199,8 +196,9 @@ int cmd_compare(const std::vector<std::string>& args, std::ostream& out, std::os
   std::vector<RunSummary> runs;
   for (const sim::ScheduleGenerator* g : select(registry, chosen)) {
     try {
-      const sim::ScheduleParams params = params_for(in, *g, true);
-      runs.push_back(run_schedule(std::string(g->name()), generate(*g, params, in), params, in));
+      sim::Schedule schedule;
+      runs.push_back(
+          run_schedule(std::string(g->name()), schedule, g, params_for(in, *g, true), in));
     } catch (const InvalidArgument& e) {
       if (chosen != "all") throw;
       err << "bubblesim compare: note: " << g->name() << " left out: " << e.what() << '\n';
