@@ -12,6 +12,7 @@
 #include "sim/schedules/handcrafted.h"
 #include "sim/schedules/interleaved.h"
 #include "sim/schedules/v_shape.h"
+#include "sim/schedules/zb_auto.h"
 #include "sim/simulation.h"
 #include "traces/schedule_csv.h"
 
@@ -44,6 +45,7 @@ struct Usage {
 sim::ScheduleRegistry make_registry() {
   sim::ScheduleRegistry registry;
   sim::add_handcrafted_schedules(registry);
+  sim::add_zb_auto_schedules(registry);
   sim::add_interleaved_schedules(registry);
   sim::add_v_shape_schedules(registry);
   return registry;

@@ -1,0 +1,375 @@
+#include "sim/schedules/zb_auto.h"
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+#include <sstream>
+
+#include "sim/cost_model.h"
+#include "sim/device_events.h"
+#include "sim/schedules/handcrafted.h"
+#include "sim/simulation.h"
+
+namespace bubblesim::sim {
+
+namespace {
+
+std::string number(double x) {
+  std::ostringstream s;
+  s << x;
+  return s.str();
+}
+
+// The yes/no choices of the greedy (zb_auto.h).
+struct Choices {
+  bool idle_before_first_b = false;  // warm-up: the F that end before the first B arrives,
+                                     // rather than one more that covers the wait
+  bool backward_first = true;        // a ready B goes before a ready F
+  bool fill_small_gaps = true;       // W into a gap shorter than itself when idling would give
+                                     // this stage the most idle time of all
+  bool cap_in_flight = true;         // after the warm-up, no more microbatches in flight than
+                                     // the warm-up ran (else memory alone limits them)
+};
+
+// What one run of the greedy built, with the timing and memory it simulated on the way.
+struct Built {
+  Schedule schedule;
+  TimeNs max_span_ns = 0;
+  double peak = 0;  // largest activation memory any device held
+};
+
+// The costs of one stage, read once from the cost model (microbatch 0 stands for all).
+struct StageCosts {
+  TimeNs f_ns, b_ns, w_ns;
+  TimeNs to_next_ns, to_prev_ns;  // transfer to the next / previous stage's device
+  double f_delta, b_delta, w_delta;
+};
+
+std::vector<StageCosts> stage_costs(int p, const CostModel& costs) {
+  std::vector<StageCosts> out;
+  for (int s = 0; s < p; ++s) {
+    const Op f{OpKind::F, s, 0, 0}, b{OpKind::B, s, 0, 0}, w{OpKind::W, s, 0, 0};
+    out.push_back(StageCosts{costs.duration_ns(f, s), costs.duration_ns(b, s),
+                             costs.duration_ns(w, s), s + 1 < p ? costs.transfer_ns(s, s + 1) : 0,
+                             s > 0 ? costs.transfer_ns(s, s - 1) : 0, costs.activation_delta(f, s),
+                             costs.activation_delta(b, s), costs.activation_delta(w, s)});
+  }
+  return out;
+}
+
+// Warm-up forwards per stage: as many as run before the first B can arrive if every stage
+// starts its first F as soon as it can, within the limit, and at least one more than the next
+// stage (as far as the limit allows).
+std::vector<int> warmup_forwards(int m, const std::vector<StageCosts>& c,
+                                 const std::vector<double>& limit, bool idle_before_first_b) {
+  const int p = static_cast<int>(c.size());
+  std::vector<TimeNs> first_f(c.size(), 0);
+  for (std::size_t s = 1; s < c.size(); ++s)
+    first_f[s] = first_f[s - 1] + c[s - 1].f_ns + c[s - 1].to_next_ns;
+  std::vector<int> warm(c.size(), 1);
+  TimeNs b_arrives = first_f.back() + c.back().f_ns;  // on the last stage, after its first F
+  for (int s = p - 1; s >= 0; --s) {
+    const auto i = static_cast<std::size_t>(s);
+    if (s < p - 1) b_arrives += c[i + 1].b_ns + c[i + 1].to_prev_ns;
+    const double window = static_cast<double>(b_arrives - first_f[i]);
+    const double fit = window / static_cast<double>(std::max<TimeNs>(c[i].f_ns, 1));
+    int n = static_cast<int>(idle_before_first_b ? std::floor(fit + 1e-9) : std::ceil(fit - 1e-9));
+    if (s < p - 1) n = std::max(n, warm[i + 1] + 1);
+    // In doubles first: the limit may be infinite.
+    const double by_memory =
+        c[i].f_delta > 0 ? std::floor(limit[i] / c[i].f_delta + 1e-9) : static_cast<double>(m);
+    warm[i] = static_cast<int>(std::clamp(std::min<double>(n, by_memory), 1.0, double(m)));
+  }
+  return warm;
+}
+
+// Builds one schedule by simulating: see zb_auto.h. Returns nothing when the limit stops
+// every device before all ops are placed, or when a stage's span exceeds the bound.
+class LinearGreedy {
+ public:
+  LinearGreedy(int m, const std::vector<StageCosts>& costs, const std::vector<double>& limit,
+               Choices choices)
+      : p_(static_cast<int>(costs.size())),
+        m_(m),
+        c_(costs),
+        limit_(limit),
+        choices_(choices),
+        cap_(warmup_forwards(m, costs, limit, choices.idle_before_first_b)),
+        f_ready_(static_cast<std::size_t>(p_ * m), kNever),
+        b_ready_(f_ready_.size(), kNever),
+        stages_(costs.size()),
+        picks_(costs.size()),
+        events_(costs.size()) {
+    schedule_.num_microbatches = m;
+    for (int s = 0; s < p_; ++s)
+      schedule_.stage_device.push_back(s);
+    schedule_.device_ops.resize(costs.size());
+    for (auto& ops : schedule_.device_ops)
+      ops.reserve(static_cast<std::size_t>(3 * m));
+    for (int k = 0; k < m; ++k)
+      f_ready_[index(0, k)] = 0;
+  }
+
+  std::optional<Built> run(TimeNs bound_ns) {
+    for (int s = 0; s < p_; ++s)
+      replan(s);
+    std::size_t placed = 0;
+    while (events_.next_time() != kNever) {
+      const auto s = events_.next_device();
+      place(static_cast<int>(s), picks_[s]);
+      if (stages_[s].free_at - stages_[s].first_start > bound_ns) return std::nullopt;
+      ++placed;
+    }
+    if (placed != static_cast<std::size_t>(3 * p_ * m_)) return std::nullopt;
+    Built built;
+    for (const Stage& st : stages_) {
+      built.max_span_ns = std::max(built.max_span_ns, st.free_at - st.first_start);
+      built.peak = std::max(built.peak, st.peak);
+    }
+    built.schedule = std::move(schedule_);
+    return built;
+  }
+
+ private:
+  struct Pick {
+    TimeNs start_ns = kNever;
+    OpKind kind = OpKind::F;
+  };
+  struct Stage {
+    int f = 0, b = 0, w = 0;  // next microbatch of each pass
+    TimeNs free_at = 0, first_start = 0, idle = 0;
+    double held = 0, peak = 0;
+    bool started = false;
+  };
+
+  std::size_t index(int stage, int mb) const {
+    return static_cast<std::size_t>(stage) * static_cast<std::size_t>(m_) +
+           static_cast<std::size_t>(mb);
+  }
+  bool fits(int s, double delta) const {
+    return stages_[static_cast<std::size_t>(s)].held + delta <=
+           limit_[static_cast<std::size_t>(s)] + 1e-9;
+  }
+
+  // The stage's next op and when it starts; kNever start when it must wait for an input that
+  // is not known yet (it is planned again when one becomes known).
+  Pick choose(int s) const {
+    const auto i = static_cast<std::size_t>(s);
+    const Stage& st = stages_[i];
+    const StageCosts& c = c_[i];
+    const TimeNs free = st.free_at;
+    TimeNs tb = kNever, tf = kNever;
+    if (st.b < st.f && b_ready_[index(s, st.b)] != kNever)
+      tb = std::max(free, b_ready_[index(s, st.b)]);
+    bool memory_bound = false;
+    if (st.f < m_ && (!choices_.cap_in_flight || st.f - st.b < cap_[i]) &&
+        (st.b > 0 || st.f < cap_[i])) {
+      if (!fits(s, c.f_delta)) {
+        memory_bound = true;
+      } else if (f_ready_[index(s, st.f)] != kNever) {
+        tf = std::max(free, f_ready_[index(s, st.f)]);
+      }
+    }
+    if (tb == free && tf == free) return {free, choices_.backward_first ? OpKind::B : OpKind::F};
+    if (tb == free) return {free, OpKind::B};
+    if (tf == free) return {free, OpKind::F};
+    const TimeNs earliest = std::min(tb, tf);
+    if (st.w < st.b) {
+      const bool nothing_else = st.f == m_ && st.b == m_;
+      const TimeNs gap = earliest == kNever ? kNever : earliest - free;
+      if (nothing_else || memory_bound || (gap != kNever && gap >= c.w_ns) ||
+          (choices_.fill_small_gaps && gap != kNever && st.idle + gap > max_idle_)) {
+        return {free, OpKind::W};
+      }
+    }
+    if (earliest == kNever) return {};
+    return {earliest, tb == earliest ? OpKind::B : OpKind::F};
+  }
+
+  void replan(int s) {
+    picks_[static_cast<std::size_t>(s)] = choose(s);
+    events_.set(static_cast<std::size_t>(s), picks_[static_cast<std::size_t>(s)].start_ns);
+  }
+
+  void place(int s, const Pick& pick) {
+    const auto i = static_cast<std::size_t>(s);
+    Stage& st = stages_[i];
+    const StageCosts& c = c_[i];
+    int mb = 0;
+    TimeNs end = pick.start_ns;
+    double delta = 0;
+    switch (pick.kind) {
+      case OpKind::F:
+        mb = st.f++;
+        end += c.f_ns;
+        delta = c.f_delta;
+        break;
+      case OpKind::B:
+        mb = st.b++;
+        end += c.b_ns;
+        delta = c.b_delta;
+        break;
+      default:
+        mb = st.w++;
+        end += c.w_ns;
+        delta = c.w_delta;
+        break;
+    }
+    if (!st.started) {
+      st.started = true;
+      st.first_start = pick.start_ns;
+    } else {
+      st.idle += pick.start_ns - st.free_at;
+      max_idle_ = std::max(max_idle_, st.idle);
+    }
+    schedule_.device_ops[i].push_back(Op{pick.kind, s, 0, mb});
+    st.free_at = end;
+    st.held += delta;
+    st.peak = std::max(st.peak, st.held);
+
+    int consumer = -1;
+    if (pick.kind == OpKind::F) {
+      if (s + 1 < p_) {
+        consumer = s + 1;
+        f_ready_[index(s + 1, mb)] = end + c.to_next_ns;
+      } else {
+        b_ready_[index(s, mb)] = end;
+      }
+    } else if (pick.kind == OpKind::B && s > 0) {
+      consumer = s - 1;
+      b_ready_[index(s - 1, mb)] = end + c.to_prev_ns;
+    }
+    replan(s);
+    if (consumer >= 0) replan(consumer);
+  }
+
+  int p_, m_;
+  const std::vector<StageCosts>& c_;
+  const std::vector<double>& limit_;
+  Choices choices_;
+  std::vector<int> cap_;                   // per stage: warm-up forwards
+  std::vector<TimeNs> f_ready_, b_ready_;  // per (stage, mb): when the input is there
+  std::vector<Stage> stages_;
+  std::vector<Pick> picks_;  // per stage: its planned next op
+  DeviceEvents events_;      // per stage: when its planned op starts
+  TimeNs max_idle_ = 0;      // the most idle time of any stage so far
+  Schedule schedule_;
+};
+
+bool fits_everywhere(const Schedule& schedule, const CostModel& costs,
+                     const std::vector<double>& limit) {
+  const std::vector<double> peaks = activation_peaks(schedule, costs);
+  for (std::size_t d = 0; d < peaks.size(); ++d) {
+    if (peaks[d] > limit[d] + 1e-9) return false;
+  }
+  return true;
+}
+
+// ZB-H1 and ZB-H2 for the same p and m.
+std::vector<Schedule> handcrafted_candidates(int p, int m) {
+  ScheduleRegistry registry;
+  add_handcrafted_schedules(registry);
+  return {registry.get("zb-h1").generate(ScheduleParams{p, m}),
+          registry.get("zb-h2").generate(ScheduleParams{p, m})};
+}
+
+}  // namespace
+
+Schedule auto_zero_bubble(int p, int m, const CostModel& costs, const std::vector<double>& limit) {
+  const std::vector<StageCosts> c = stage_costs(p, costs);
+  for (int s = 0; s < p; ++s) {
+    const auto i = static_cast<std::size_t>(s);
+    const double need = std::max(c[i].f_delta, c[i].f_delta + c[i].b_delta);
+    if (limit[i] + 1e-9 < need) {
+      throw InvalidArgument("memory limit " + number(limit[i]) + " on device " + std::to_string(s) +
+                            " is below what one microbatch needs there; " +
+                            "the smallest feasible limit is " + number(need));
+    }
+  }
+  std::optional<Built> best;
+  for (int bits = 0; bits < 16; ++bits) {
+    const Choices choices{(bits & 1) != 0, (bits & 2) == 0, (bits & 4) == 0, (bits & 8) == 0};
+    std::optional<Built> built =
+        LinearGreedy(m, c, limit, choices).run(best ? best->max_span_ns : kNever);
+    if (!built) continue;
+    if (!best || built->max_span_ns < best->max_span_ns ||
+        (built->max_span_ns == best->max_span_ns && built->peak < best->peak)) {
+      best = std::move(built);
+    }
+  }
+  // The handcrafted schedules compete too, where they fit: the result is never worse.
+  const auto sum_ops = static_cast<std::size_t>(3 * p * m);
+  for (const Schedule& candidate : handcrafted_candidates(p, m)) {
+    if (!fits_everywhere(candidate, costs, limit)) continue;
+    const Metrics metrics = simulate(candidate, costs).metrics;
+    if (!best || metrics.max_device_span_ns < best->max_span_ns) {
+      best = Built{candidate, metrics.max_device_span_ns, metrics.peak_activation_memory};
+    }
+  }
+  BUBBLESIM_CHECK(best.has_value() && best->schedule.num_ops() == sum_ops,
+                  "the zero-bubble scheduler found no schedule");
+  BUBBLESIM_CHECK(fits_everywhere(best->schedule, costs, limit),
+                  "the zero-bubble scheduler exceeded its memory limit");
+  return std::move(best->schedule);
+}
+
+namespace {
+
+// The three registered schedules differ only in their limit.
+struct AutoKind {
+  const char* name;
+  const char* description;
+  double whole_stages;  // limit in units of the device's M_B; 0: --mem-limit (default p M_B)
+};
+
+constexpr AutoKind kZb1p{"zb-1p",
+                         "automatic zero bubble under p*M_B (1F1B's memory): warm-up, W fills "
+                         "the gaps, search over the heuristic's choices",
+                         1};
+constexpr AutoKind kZb2p{"zb-2p", "automatic zero bubble under 2p*M_B", 2};
+constexpr AutoKind kZbAuto{"zb-auto",
+                           "automatic zero bubble under --mem-limit (default p*M_B; inf for "
+                           "no limit)",
+                           0};
+
+class ZbAuto final : public ScheduleGenerator {
+ public:
+  explicit ZbAuto(const AutoKind& kind) : kind_(kind) {}
+  std::string_view name() const override { return kind_.name; }
+  std::string_view description() const override { return kind_.description; }
+  std::string_view parameters() const override { return "p >= 1, m >= 1"; }
+
+  Schedule generate(const ScheduleParams& params) const override {
+    require_pipeline(params);
+    require_chunks(params, name(), 1);
+    const int p = params.pp;
+    const PerDeviceCostModel unit =
+        PerDeviceCostModel::uniform(DeviceCosts{1000, 1000, 1000, 0, 1.0, 0.5}, p);
+    const CostModel& costs = params.costs != nullptr ? *params.costs : unit;
+    std::vector<double> limit;
+    for (int d = 0; d < p; ++d) {
+      const double m_b = costs.activation_delta(Op{OpKind::F, d, 0, 0}, d);
+      limit.push_back(kind_.whole_stages > 0 ? kind_.whole_stages * p * m_b
+                      : params.mem_limit > 0 ? params.mem_limit
+                                             : p * m_b);
+    }
+    try {
+      return auto_zero_bubble(p, params.microbatches, costs, limit);
+    } catch (const InvalidArgument& e) {
+      throw InvalidArgument("schedule '" + std::string(name()) + "': " + e.what());
+    }
+  }
+
+ private:
+  const AutoKind& kind_;
+};
+
+}  // namespace
+
+void add_zb_auto_schedules(ScheduleRegistry& registry) {
+  registry.add(std::make_unique<ZbAuto>(kZb1p));
+  registry.add(std::make_unique<ZbAuto>(kZb2p));
+  registry.add(std::make_unique<ZbAuto>(kZbAuto));
+}
+
+}  // namespace bubblesim::sim

@@ -1,0 +1,38 @@
+// Automatic zero-bubble schedules under an activation-memory limit (zero-bubble paper §3.1;
+// ../shared/reference/zero-bubble.md §4). One stage per device, costs that may differ per
+// stage, split backward (F, B, W).
+//
+//  zb-1p    limit p M_B per device (the memory of 1F1B).
+//  zb-2p    limit 2p M_B.
+//  zb-auto  limit --mem-limit (unit of --m-b; default p M_B).
+//
+// The scheduler builds each candidate by simulating as it goes. Every stage first runs a
+// warm-up of as many F as fit before its first B can arrive (and within the limit; each stage
+// at least one more than the next), then, whenever it is free, runs a ready B or F (one of them
+// first, a choice), and fills gaps with W: a gap at least as long as a W, a shorter gap when
+// leaving it idle would give this stage the most idle time so far (a choice), and whenever an
+// F would not fit in memory. Remaining W run at the end. Every combination of the yes/no
+// choices is tried, with the real costs, together with the handcrafted ZB-H1 and ZB-H2 where
+// they fit the limit, and the shortest schedule is kept (then the one with the least memory).
+// The memory limit is checked on the engine's accounting of the returned schedule.
+#pragma once
+
+#include <vector>
+
+#include "sim/schedule_registry.h"
+
+namespace bubblesim::sim {
+
+class CostModel;
+
+// The schedule with the shortest longest-stage span that the scheduler above finds for p
+// devices and m microbatches with `costs` (one chunk per device), keeping every device's
+// activation memory at or below its `limit` (one per device, in the unit of the costs' memory
+// deltas). Throws InvalidArgument, naming the smallest feasible limit, when a limit is below
+// what one microbatch needs on its device.
+Schedule auto_zero_bubble(int p, int m, const CostModel& costs, const std::vector<double>& limit);
+
+// Registers zb-1p, zb-2p and zb-auto.
+void add_zb_auto_schedules(ScheduleRegistry& registry);
+
+}  // namespace bubblesim::sim
