@@ -38,6 +38,8 @@ class ScheduleGenerator {
   // Chunks per device: the default, and whether -v/--chunks may change it.
   virtual int default_chunks() const { return 1; }
   virtual bool takes_chunks_option() const { return false; }
+  // Whether ScheduleParams::mem_limit (--mem-limit) changes what it builds.
+  virtual bool takes_mem_limit() const { return false; }
   // Throws InvalidArgument naming the parameter when `params` are out of range.
   virtual Schedule generate(const ScheduleParams& params) const = 0;
 };

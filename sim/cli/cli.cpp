@@ -4,11 +4,13 @@
 #include <fmt/ostream.h>
 
 #include <boost/program_options.hpp>
+#include <optional>
 #include <sstream>
 
 #include "sim/cli/options.h"
 #include "sim/cli/output.h"
 #include "sim/cost_model.h"
+#include "sim/exact/zb_ilp.h"
 #include "sim/schedules/handcrafted.h"
 #include "sim/schedules/interleaved.h"
 #include "sim/schedules/v_shape.h"
@@ -73,18 +75,42 @@ bool parse(const std::vector<std::string>& args, const po::options_description& 
   return true;
 }
 
+// Replaces `schedule` (built by `generator`) with the exact mode's result.
+ExactSummary improve_exactly(sim::Schedule& schedule, const sim::ScheduleGenerator& generator,
+                             const sim::ScheduleParams& params, double time_limit_s) {
+  const std::vector<double> limits = sim::zb_auto_limits(generator.name(), params, *params.costs);
+  if (limits.empty()) {
+    throw InvalidArgument("option --exact: applies to zb-1p, zb-2p and zb-auto, not '" +
+                          std::string(generator.name()) + "'");
+  }
+  sim::exact::ExactResult r =
+      sim::exact::solve_zero_bubble_ilp(schedule, *params.costs, limits, {time_limit_s});
+  schedule = std::move(r.schedule);
+  return ExactSummary{r.proven_optimal,
+                      sim::ns_to_ms(r.span_ns),
+                      sim::ns_to_ms(r.warm_start_span_ns),
+                      r.bound_ns / 1e6,
+                      r.gap(),
+                      r.solve_s,
+                      time_limit_s};
+}
+
 // Simulates `schedule` with the inputs' costs. With a generator, first builds `schedule`
-// from it with those same costs (the schedules built from costs use them).
+// from it with those same costs (the schedules built from costs use them), and with
+// `exact_time_limit_s` improves it with the exact mode.
 RunSummary run_schedule(std::string name, sim::Schedule& schedule,
                         const sim::ScheduleGenerator* generator, sim::ScheduleParams params,
-                        const RunInputs& in) {
+                        const RunInputs& in, std::optional<double> exact_time_limit_s = {}) {
   const sim::PerDeviceCostModel costs(in.device_costs, params.chunks);
+  std::optional<ExactSummary> exact;
   if (generator != nullptr) {
     params.costs = &costs;
     schedule = generator->generate(params);
+    if (exact_time_limit_s)
+      exact = improve_exactly(schedule, *generator, params, *exact_time_limit_s);
     params.costs = nullptr;  // the summary outlives `costs`
   }
-  return RunSummary{std::move(name), params, sim::simulate(schedule, costs).metrics};
+  return RunSummary{std::move(name), params, sim::simulate(schedule, costs).metrics, exact};
 }
 
 // "all" or a comma-separated list of registered names.
@@ -127,6 +153,24 @@ int cmd_schedules(const std::vector<std::string>& args, std::ostream& out) {
   return 0;
 }
 
+// The limits of a --mem-limit-sweep, as multiples of p M_B, each simulated with `generator`.
+std::vector<SweepPoint> sweep_memory(const sim::ScheduleGenerator& generator, const RunInputs& in,
+                                     const std::vector<double>& factors) {
+  if (!generator.takes_mem_limit()) {
+    throw InvalidArgument("option --mem-limit-sweep: schedule '" + std::string(generator.name()) +
+                          "' does not take a memory limit (zb-auto, zb-v, v-half and v-min do)");
+  }
+  std::vector<SweepPoint> points;
+  for (const double factor : factors) {
+    sim::ScheduleParams params = params_for(in, generator, false);
+    params.mem_limit = factor * in.params.pp * in.device_costs.front().m_b;
+    sim::Schedule schedule;
+    points.push_back(SweepPoint{
+        factor, run_schedule(std::string(generator.name()), schedule, &generator, params, in)});
+  }
+  return points;
+}
+
 int cmd_simulate(const std::vector<std::string>& args, std::ostream& out) {
   po::options_description desc("options");
   // clang-format off
@@ -137,19 +181,45 @@ int cmd_simulate(const std::vector<std::string>& args, std::ostream& out) {
      "simulate the schedule in this PyTorch pipelining CSV file instead (p, m and v come from "
      "the file)")
     ("write-schedule", po::value<std::string>(),
-     "also write the simulated schedule to this CSV file");
+     "also write the simulated schedule to this CSV file")
+    ("exact", po::bool_switch(),
+     "zb-1p, zb-2p, zb-auto: improve the heuristic's schedule with the exact ILP (CBC), "
+     "warm-started from it; reports the optimum, or the best bound and gap (p*m <= 200)")
+    ("time-limit", po::value<double>()->default_value(10), "seconds the --exact solver may take")
+    ("mem-limit-sweep", po::value<std::string>(),
+     "FROM:TO:STEP: simulate at each memory limit, as multiples of p*M_B, and print the "
+     "bubble rate against memory (schedules that take --mem-limit)");
   // clang-format on
   add_run_options(desc);
   po::variables_map vm;
   if (!parse(args, desc, vm, out,
              "usage: bubblesim simulate (-s NAME | --schedule-file FILE.csv) [-p P] [-m M] "
-             "[--f MS] [--b MS] [--w MS] [--comm MS] [--write-schedule FILE.csv] [--json]\n\n"
+             "[--f MS] [--b MS] [--w MS] [--comm MS] [--mem-limit M | --mem-limit-sweep "
+             "FROM:TO:STEP] [--exact [--time-limit S]] [--write-schedule FILE.csv] [--json]\n\n"
              "Simulates one schedule and prints its iteration time, bubble rate and peak "
              "activation memory, per device.")) {
     return 0;
   }
   if ((vm.count("schedule") != 0) == (vm.count("schedule-file") != 0)) {
     throw Usage{"give either -s NAME or --schedule-file FILE (see --help)"};
+  }
+  const bool exact = vm["exact"].as<bool>();
+  const double time_limit_s = vm["time-limit"].as<double>();
+  if (!(time_limit_s > 0 && time_limit_s <= 1e6)) {
+    throw InvalidArgument("option --time-limit: expected seconds in (0, 1e6], got " +
+                          std::to_string(time_limit_s));
+  }
+  const bool sweep = vm.count("mem-limit-sweep") != 0;
+  if (sweep && (exact || !vm["mem-limit"].defaulted() || vm.count("write-schedule") != 0 ||
+                vm.count("schedule-file") != 0)) {
+    throw InvalidArgument(
+        "option --mem-limit-sweep: takes -s NAME and cannot be combined with --mem-limit, "
+        "--exact, --write-schedule or --schedule-file");
+  }
+  if (exact && vm.count("schedule-file") != 0) {
+    throw InvalidArgument(
+        "option --exact: improves a generated schedule (-s zb-1p, zb-2p or "
+        "zb-auto), not a --schedule-file");
   }
   RunInputs in;
   sim::Schedule schedule;
@@ -163,8 +233,15 @@ int cmd_simulate(const std::vector<std::string>& args, std::ostream& out) {
     const sim::ScheduleRegistry registry = make_registry();
     const sim::ScheduleGenerator& generator = registry.get(vm["schedule"].as<std::string>());
     in = read_run_inputs(vm);
+    if (sweep) {
+      const std::vector<SweepPoint> points = sweep_memory(
+          generator, in, parse_sweep("--mem-limit-sweep", vm["mem-limit-sweep"].as<std::string>()));
+      in.json ? write_sweep_json(out, points) : write_sweep_table(out, in, points);
+      return 0;
+    }
     run = run_schedule(std::string(generator.name()), schedule, &generator,
-                       params_for(in, generator, false), in);
+                       params_for(in, generator, false), in,
+                       exact ? std::optional<double>(time_limit_s) : std::nullopt);
   }
   if (vm.count("write-schedule") != 0) {
     traces::save_schedule_csv(vm["write-schedule"].as<std::string>(), schedule);

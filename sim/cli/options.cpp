@@ -52,7 +52,8 @@ void add_run_options(po::options_description& desc) {
      "activation memory M_B an F allocates (any unit; results use the same unit)")
     ("m-w", po::value<double>()->default_value(0.5, "0.5"), "activation memory M_W that B keeps for W")
     ("mem-limit", po::value<double>()->default_value(0, "p*M_B"),
-     "activation-memory limit per device for schedules built under a limit (zb-v), unit of --m-b")
+     "activation-memory limit per device for the schedules built under a limit (zb-auto, zb-v, "
+     "v-half, v-min), unit of --m-b; inf for none")
     ("json", po::bool_switch(), "print the summary as JSON instead of a table");
   // clang-format on
 }
@@ -131,7 +132,11 @@ RunInputs read_run_inputs(const po::variables_map& vm, const sim::Schedule* from
   const auto comm = parse_time_list("--comm", vm["comm"].as<std::string>(), p);
   const double m_b = non_negative(vm, "m-b");
   const double m_w = non_negative(vm, "m-w");
-  in.mem_limit = non_negative(vm, "mem-limit");
+  in.mem_limit = vm["mem-limit"].as<double>();
+  if (std::isnan(in.mem_limit) || in.mem_limit < 0) {
+    throw InvalidArgument("option --mem-limit: expected a number >= 0 or inf, got " +
+                          std::to_string(in.mem_limit));
+  }
 
   // The iteration cannot outlast all ops and transfers in a row: p m (T_F + T_B + T_W) plus
   // at most 2 p v m hops, with v <= 1024. Keep that far from the int64 clock's limit.
@@ -148,6 +153,28 @@ RunInputs read_run_inputs(const po::variables_map& vm, const sim::Schedule* from
         "simulated time; use smaller times or fewer microbatches");
   }
   return in;
+}
+
+std::vector<double> parse_sweep(const std::string& option, const std::string& text) {
+  std::vector<double> parts;
+  std::string_view rest = text;
+  for (std::size_t colon; (colon = rest.find(':')) != std::string_view::npos;
+       rest.remove_prefix(colon + 1)) {
+    parts.push_back(parse_number(option, rest.substr(0, colon), text));
+  }
+  parts.push_back(parse_number(option, rest, text));
+  if (parts.size() != 3 || parts[0] <= 0 || parts[1] < parts[0] || parts[2] <= 0) {
+    throw InvalidArgument("option " + option + ": expected FROM:TO:STEP with 0 < FROM <= TO and " +
+                          "STEP > 0, got '" + text + "'");
+  }
+  const double steps = std::floor((parts[1] - parts[0]) / parts[2] + 1e-9);
+  if (steps >= 1000) {
+    throw InvalidArgument("option " + option + ": '" + text + "' gives more than 1000 points");
+  }
+  std::vector<double> values;
+  for (int i = 0; i <= static_cast<int>(steps); ++i)
+    values.push_back(parts[0] + i * parts[2]);
+  return values;
 }
 
 sim::ScheduleParams params_for(const RunInputs& in, const sim::ScheduleGenerator& generator,

@@ -51,4 +51,8 @@ sim::ScheduleParams params_for(const RunInputs& in, const sim::ScheduleGenerator
 std::vector<sim::TimeNs> parse_time_list(const std::string& option, const std::string& text,
                                          int devices);
 
+// Parses "FROM:TO:STEP" (0 < FROM <= TO, STEP > 0, at most 1000 points): FROM, FROM + STEP,
+// ... up to TO.
+std::vector<double> parse_sweep(const std::string& option, const std::string& text);
+
 }  // namespace bubblesim::cli

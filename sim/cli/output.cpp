@@ -34,6 +34,20 @@ void write_object(Writer& w, const RunSummary& run) {
   put(w, "max_device_span_ms", sim::ns_to_ms(m.max_device_span_ns));
   put(w, "bubble_rate", m.bubble_rate);
   put(w, "peak_activation_memory", m.peak_activation_memory);
+  if (run.exact) {
+    const ExactSummary& e = *run.exact;
+    w.Key("exact");
+    w.StartObject();
+    w.Key("status");
+    w.String(e.proven_optimal ? "optimal" : "time_limit");
+    put(w, "max_device_span_ms", e.span_ms);
+    put(w, "heuristic_max_device_span_ms", e.heuristic_ms);
+    put(w, "bound_ms", e.bound_ms);
+    put(w, "gap", e.gap);
+    put(w, "solve_s", e.solve_s);
+    put(w, "time_limit_s", e.time_limit_s);
+    w.EndObject();
+  }
   w.Key("devices");
   w.StartArray();
   for (const sim::DeviceMetrics& d : m.devices) {
@@ -112,7 +126,21 @@ void write_simulate_table(std::ostream& out, const RunInputs& in, const RunSumma
   fmt::print(out, "iteration time     {:>12.3f} ms\n", sim::ns_to_ms(m.iteration_time_ns));
   fmt::print(out, "max device span    {:>12.3f} ms\n", sim::ns_to_ms(m.max_device_span_ns));
   fmt::print(out, "bubble rate        {:>12.4f}\n", m.bubble_rate);
-  fmt::print(out, "peak act. memory   {:>12.3f}\n\n", m.peak_activation_memory);
+  fmt::print(out, "peak act. memory   {:>12.3f}\n", m.peak_activation_memory);
+  if (run.exact) {
+    const ExactSummary& e = *run.exact;
+    if (e.proven_optimal) {
+      fmt::print(
+          out, "exact (ILP, CBC)   optimal in {:.1f} s: max span {:.3f} ms, heuristic {:.3f} ms\n",
+          e.solve_s, e.span_ms, e.heuristic_ms);
+    } else {
+      fmt::print(out,
+                 "exact (ILP, CBC)   stopped at the {:g} s limit: max span {:.3f} ms (heuristic "
+                 "{:.3f} ms), best bound {:.3f} ms, gap {:.2f}%\n",
+                 e.time_limit_s, e.span_ms, e.heuristic_ms, e.bound_ms, 100 * e.gap);
+    }
+  }
+  out << '\n';
   fmt::print(out, "{:>6}  {:>12}  {:>12}  {:>11}  {:>15}\n", "device", "span ms", "busy ms",
              "bubble rate", "peak act. mem");
   for (const sim::DeviceMetrics& d : m.devices) {
@@ -120,6 +148,47 @@ void write_simulate_table(std::ostream& out, const RunInputs& in, const RunSumma
                sim::ns_to_ms(d.span_ns), sim::ns_to_ms(d.busy_ns), d.bubble_rate,
                d.peak_activation_memory);
   }
+}
+
+void write_sweep_table(std::ostream& out, const RunInputs& in,
+                       const std::vector<SweepPoint>& points) {
+  fmt::print(out, "schedule {} | {}\n\n", label(points.front().run), describe_inputs(in));
+  fmt::print(out, "{:>12}  {:>10}  {:>11}  {:>14}  {:>14}  {:>13}\n", "limit x pM_B", "limit",
+             "bubble rate", "max span ms", "iteration ms", "peak act. mem");
+  for (const SweepPoint& point : points) {
+    const sim::Metrics& m = point.run.metrics;
+    fmt::print(out, "{:>12.4g}  {:>10.4g}  {:>11.4f}  {:>14.3f}  {:>14.3f}  {:>13.3f}\n",
+               point.limit_factor, point.run.params.mem_limit, m.bubble_rate,
+               sim::ns_to_ms(m.max_device_span_ns), sim::ns_to_ms(m.iteration_time_ns),
+               m.peak_activation_memory);
+  }
+}
+
+void write_sweep_json(std::ostream& out, const std::vector<SweepPoint>& points) {
+  with_writer(out, [&](Writer& w) {
+    const RunSummary& first = points.front().run;
+    w.StartObject();
+    w.Key("schedule");
+    w.String(first.schedule.c_str());
+    put(w, "pp", first.params.pp);
+    put(w, "microbatches", first.params.microbatches);
+    put(w, "chunks", first.params.chunks);
+    w.Key("points");
+    w.StartArray();
+    for (const SweepPoint& point : points) {
+      const sim::Metrics& m = point.run.metrics;
+      w.StartObject();
+      put(w, "mem_limit_factor", point.limit_factor);
+      put(w, "mem_limit", point.run.params.mem_limit);
+      put(w, "iteration_time_ms", sim::ns_to_ms(m.iteration_time_ns));
+      put(w, "max_device_span_ms", sim::ns_to_ms(m.max_device_span_ns));
+      put(w, "bubble_rate", m.bubble_rate);
+      put(w, "peak_activation_memory", m.peak_activation_memory);
+      w.EndObject();
+    }
+    w.EndArray();
+    w.EndObject();
+  });
 }
 
 void write_compare_table(std::ostream& out, const RunInputs& in,

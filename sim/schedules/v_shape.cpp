@@ -240,6 +240,7 @@ class VShape final : public ScheduleGenerator {
   std::string_view description() const override { return kind_.description; }
   std::string_view parameters() const override { return "p >= 1, m >= 1, v = 2"; }
   int default_chunks() const override { return 2; }
+  bool takes_mem_limit() const override { return true; }
 
   Schedule generate(const ScheduleParams& params) const override {
     require_pipeline(params);

@@ -332,29 +332,38 @@ constexpr AutoKind kZbAuto{"zb-auto",
                            "no limit)",
                            0};
 
+constexpr const AutoKind* kKinds[] = {&kZb1p, &kZb2p, &kZbAuto};
+
+// The limit of each device: the kind's multiple of p M_B, else --mem-limit, else p M_B.
+std::vector<double> limits_for(const AutoKind& kind, const ScheduleParams& params,
+                               const CostModel& costs) {
+  std::vector<double> limit;
+  for (int d = 0; d < params.pp; ++d) {
+    const double m_b = costs.activation_delta(Op{OpKind::F, d, 0, 0}, d);
+    limit.push_back(kind.whole_stages > 0  ? kind.whole_stages * params.pp * m_b
+                    : params.mem_limit > 0 ? params.mem_limit
+                                           : params.pp * m_b);
+  }
+  return limit;
+}
+
 class ZbAuto final : public ScheduleGenerator {
  public:
   explicit ZbAuto(const AutoKind& kind) : kind_(kind) {}
   std::string_view name() const override { return kind_.name; }
   std::string_view description() const override { return kind_.description; }
   std::string_view parameters() const override { return "p >= 1, m >= 1"; }
+  bool takes_mem_limit() const override { return kind_.whole_stages == 0; }
 
   Schedule generate(const ScheduleParams& params) const override {
     require_pipeline(params);
     require_chunks(params, name(), 1);
-    const int p = params.pp;
     const PerDeviceCostModel unit =
-        PerDeviceCostModel::uniform(DeviceCosts{1000, 1000, 1000, 0, 1.0, 0.5}, p);
+        PerDeviceCostModel::uniform(DeviceCosts{1000, 1000, 1000, 0, 1.0, 0.5}, params.pp);
     const CostModel& costs = params.costs != nullptr ? *params.costs : unit;
-    std::vector<double> limit;
-    for (int d = 0; d < p; ++d) {
-      const double m_b = costs.activation_delta(Op{OpKind::F, d, 0, 0}, d);
-      limit.push_back(kind_.whole_stages > 0 ? kind_.whole_stages * p * m_b
-                      : params.mem_limit > 0 ? params.mem_limit
-                                             : p * m_b);
-    }
     try {
-      return auto_zero_bubble(p, params.microbatches, costs, limit);
+      return auto_zero_bubble(params.pp, params.microbatches, costs,
+                              limits_for(kind_, params, costs));
     } catch (const InvalidArgument& e) {
       throw InvalidArgument("schedule '" + std::string(name()) + "': " + e.what());
     }
@@ -366,10 +375,17 @@ class ZbAuto final : public ScheduleGenerator {
 
 }  // namespace
 
+std::vector<double> zb_auto_limits(std::string_view name, const ScheduleParams& params,
+                                   const CostModel& costs) {
+  for (const AutoKind* kind : kKinds) {
+    if (name == kind->name) return limits_for(*kind, params, costs);
+  }
+  return {};
+}
+
 void add_zb_auto_schedules(ScheduleRegistry& registry) {
-  registry.add(std::make_unique<ZbAuto>(kZb1p));
-  registry.add(std::make_unique<ZbAuto>(kZb2p));
-  registry.add(std::make_unique<ZbAuto>(kZbAuto));
+  for (const AutoKind* kind : kKinds)
+    registry.add(std::make_unique<ZbAuto>(*kind));
 }
 
 }  // namespace bubblesim::sim

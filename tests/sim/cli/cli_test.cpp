@@ -150,6 +150,53 @@ TEST(Cli, CompareTableMarksTheBest) {
   EXPECT_NE(line.find("0.0433 *"), std::string::npos) << line;
 }
 
+TEST(Cli, MemoryLimitSweepGivesTheBubbleAgainstMemoryCurve) {
+  const Outcome o = run_cli(
+      {"simulate", "-s", "zb-auto", "-m", "32", "--mem-limit-sweep", "1:3:0.125", "--json"});
+  ASSERT_EQ(o.status, 0) << o.err;
+  const rapidjson::Document doc = parse_json(o.out);
+  EXPECT_STREQ(doc["schedule"].GetString(), "zb-auto");
+  const auto& points = doc["points"];
+  ASSERT_EQ(points.Size(), 17u);
+  for (rapidjson::SizeType i = 0; i < points.Size(); ++i) {
+    const double factor = 1 + 0.125 * i;
+    EXPECT_DOUBLE_EQ(points[i]["mem_limit_factor"].GetDouble(), factor);
+    EXPECT_DOUBLE_EQ(points[i]["mem_limit"].GetDouble(), factor * 8);  // p M_B with M_B = 1
+    EXPECT_LE(points[i]["peak_activation_memory"].GetDouble(), factor * 8 + 1e-9);
+  }
+  // The Figure 7 shape: ZB-1p's 0.1242 at p M_B (the paper's m = 32 row), falling to under a
+  // tenth of it by 2p M_B, flat from there.
+  EXPECT_LE(points[0]["bubble_rate"].GetDouble(), 0.1242 + 0.00005);
+  EXPECT_LT(points[8]["bubble_rate"].GetDouble(), 0.01242);
+  for (rapidjson::SizeType i = 9; i < points.Size(); ++i)
+    EXPECT_LE(points[i]["bubble_rate"].GetDouble(), points[8]["bubble_rate"].GetDouble() + 1e-12);
+
+  const Outcome table = run_cli({"simulate", "-s", "zb-auto", "--mem-limit-sweep", "1:2:0.5"});
+  ASSERT_EQ(table.status, 0) << table.err;
+  EXPECT_NE(table.out.find("limit x pM_B"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("\n         1.5          12"), std::string::npos) << table.out;
+}
+
+TEST(Cli, ExactModeReportsTheOptimum) {
+  const Outcome o = run_cli({"simulate", "-s", "zb-2p", "-p", "3", "-m", "4", "--exact", "--json"});
+  if (o.status == 2 && o.err.find("no ILP solver") != std::string::npos) {
+    GTEST_SKIP() << "built without CBC";
+  }
+  ASSERT_EQ(o.status, 0) << o.err;
+  const rapidjson::Document doc = parse_json(o.out);
+  const auto& exact = doc["exact"];
+  EXPECT_STREQ(exact["status"].GetString(), "optimal");
+  EXPECT_DOUBLE_EQ(exact["max_device_span_ms"].GetDouble(), doc["max_device_span_ms"].GetDouble());
+  EXPECT_DOUBLE_EQ(exact["bound_ms"].GetDouble(), doc["max_device_span_ms"].GetDouble());
+  EXPECT_LE(exact["max_device_span_ms"].GetDouble(),
+            exact["heuristic_max_device_span_ms"].GetDouble());
+  EXPECT_EQ(exact["gap"].GetDouble(), 0.0);
+
+  const Outcome too_big = run_cli({"simulate", "-s", "zb-1p", "-m", "32", "--exact"});
+  EXPECT_EQ(too_big.status, 2);
+  EXPECT_NE(too_big.err.find("p*m = 256 is above the 200"), std::string::npos) << too_big.err;
+}
+
 TEST(Cli, SchedulesListsEveryGenerator) {
   const Outcome o = run_cli({"schedules"});
   ASSERT_EQ(o.status, 0);
@@ -179,6 +226,19 @@ TEST(Cli, BadInputGetsOneLineAndStatusTwo) {
        "v-min"},
       {{"simulate", "-s", "zb-v", "--mem-limit", "0.25"}, "below what one microbatch needs"},
       {{"simulate", "-s", "zb-v", "--mem-limit", "-1"}, "option --mem-limit"},
+      {{"simulate", "-s", "zb-auto", "--mem-limit", "0.5"},
+       "schedule 'zb-auto': memory limit 0.5 on device 0 is below what one microbatch needs "
+       "there; the smallest feasible limit is 1"},
+      {{"simulate", "-s", "gpipe", "--exact"},
+       "option --exact: applies to zb-1p, zb-2p and zb-auto, not 'gpipe'"},
+      {{"simulate", "-s", "zb-2p", "--exact", "--time-limit", "0"}, "option --time-limit"},
+      {{"simulate", "-s", "zb-1p", "--mem-limit-sweep", "1:2:0.5"},
+       "schedule 'zb-1p' does not take a memory limit"},
+      {{"simulate", "-s", "zb-auto", "--mem-limit-sweep", "1:2"}, "expected FROM:TO:STEP"},
+      {{"simulate", "-s", "zb-auto", "--mem-limit-sweep", "2:1:0.5"}, "expected FROM:TO:STEP"},
+      {{"simulate", "-s", "zb-auto", "--mem-limit-sweep", "1:x:0.5"}, "'x' is not a number"},
+      {{"simulate", "-s", "zb-auto", "--mem-limit-sweep", "1:2:0.5", "--exact"},
+       "cannot be combined"},
       {{"compare", "-p", "0"}, "-p/--pp"},
       {{"compare", "-p", "x"}, "pp"},
       {{"compare", "-p"}, "pp"},
