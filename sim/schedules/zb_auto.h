@@ -8,13 +8,16 @@
 //
 // The scheduler builds each candidate by simulating as it goes. Every stage first runs a
 // warm-up of as many F as fit before its first B can arrive (and within the limit; each stage
-// at least one more than the next), then, whenever it is free, runs a ready B or F (one of them
-// first, a choice), and fills gaps with W: a gap at least as long as a W, a shorter gap when
-// leaving it idle would give this stage the most idle time so far (a choice), and whenever an
-// F would not fit in memory. Remaining W run at the end. Every combination of the yes/no
-// choices is tried, with the real costs, together with the handcrafted ZB-H1 and ZB-H2 where
-// they fit the limit, and the shortest schedule is kept (then the one with the least memory).
-// The memory limit is checked on the engine's accounting of the returned schedule.
+// at least one more than the next; or at most 1F1B's p - s, a choice), then, whenever it is
+// free, runs a ready B or F (one of them first, a choice), and fills gaps with W: a gap at
+// least as long as a W, a shorter gap when leaving it idle would give this stage the most idle
+// time so far (a choice), and whenever an F would not fit in memory. Remaining W run at the
+// end. The search first times the handcrafted ZB-H2, or ZB-H1, whichever has the most memory
+// that fits the limit (so the result is never worse than it), then combinations of the yes/no
+// choices in the order that most often wins, each run cut short once a stage has idled longer
+// than the best so far allows; the shortest schedule is kept. Small problems try all 32
+// combinations; larger ones as many as 30,000 op placements allow, at least 2 (p = 32,
+// m = 128: 2). The memory limit is checked on the returned schedule's memory accounting.
 #pragma once
 
 #include <string_view>

@@ -12,6 +12,7 @@
 #include "sim/engine.h"
 #include "sim/schedules/handcrafted.h"
 #include "sim/schedules/v_shape.h"
+#include "sim/schedules/zb_auto.h"
 #include "sim/simulation.h"
 
 namespace {
@@ -55,6 +56,7 @@ const ScheduleRegistry& registry() {
     ScheduleRegistry reg;
     bubblesim::sim::add_handcrafted_schedules(reg);
     bubblesim::sim::add_v_shape_schedules(reg);
+    bubblesim::sim::add_zb_auto_schedules(reg);
     return reg;
   }();
   return r;
@@ -114,8 +116,36 @@ void BM_ZbVGenerateAndSimulate(benchmark::State& state) {
   }
 }
 
+// zb-2p with per-stage costs (F, B, W up to 20% apart, a fixed pattern): the automatic
+// scheduler plus the simulation of its schedule (issue 3's targets: <= 3 ms at p = 32,
+// m = 128; <= 50 ms at p = 64, m = 512).
+void BM_ZbAutoScheduleAndSimulate(benchmark::State& state) {
+  using bubblesim::sim::ms_to_ns;
+  const int p = static_cast<int>(state.range(0));
+  const int m = static_cast<int>(state.range(1));
+  std::vector<bubblesim::sim::DeviceCosts> devices;
+  for (int s = 0; s < p; ++s) {
+    const double f = 18.5 * (1 + 0.04 * ((s * 7) % 11 - 5));
+    devices.push_back(
+        {ms_to_ns(f), ms_to_ns(f * 0.98), ms_to_ns(f * 0.5), ms_to_ns(0.6), 1.0, 0.5});
+  }
+  const bubblesim::sim::PerDeviceCostModel model(devices);
+  double bubble = 0;
+  for (auto _ : state) {
+    const auto schedule = registry().get("zb-2p").generate(ScheduleParams{p, m, 1, &model});
+    auto result = bubblesim::sim::simulate(schedule, model);
+    bubble = result.metrics.bubble_rate;
+    benchmark::DoNotOptimize(result);
+  }
+  state.counters["bubble_rate"] = bubble;
+}
+
 }  // namespace
 
+BENCHMARK(BM_ZbAutoScheduleAndSimulate)
+    ->Args({32, 128})
+    ->Args({64, 512})
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_ZbVGenerateAndSimulate)->Args({32, 256})->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Simulate, 1f1b, "1f1b")
     ->Args({64, 4096})
