@@ -298,18 +298,22 @@ bool fits_everywhere(const Schedule& schedule, const CostModel& costs,
   return true;
 }
 
-// ZB-H2 and ZB-H1 for the same p and m, the one with more memory first.
-std::vector<Schedule> handcrafted_candidates(int p, int m) {
+// ZB-H2 if it fits the limit, else ZB-H1 if it does, for the same p and m.
+std::optional<Schedule> handcrafted_candidate(int p, int m, const CostModel& costs,
+                                              const std::vector<double>& limit) {
   ScheduleRegistry registry;
   add_handcrafted_schedules(registry);
-  return {registry.get("zb-h2").generate(ScheduleParams{p, m}),
-          registry.get("zb-h1").generate(ScheduleParams{p, m})};
+  for (const char* name : {"zb-h2", "zb-h1"}) {
+    Schedule s = registry.get(name).generate(ScheduleParams{p, m});
+    if (fits_everywhere(s, costs, limit)) return s;
+  }
+  return std::nullopt;
 }
 
 // The search's size: at most this many op placements over all greedy runs, and at least
 // kMinRuns runs.
-constexpr std::size_t kPlacementBudget = 30000;
-constexpr std::size_t kMinRuns = 2;
+constexpr std::size_t kPlacementBudget = 20000;
+constexpr std::size_t kMinRuns = 1;
 
 }  // namespace
 
@@ -329,15 +333,7 @@ Schedule auto_zero_bubble(int p, int m, const CostModel& costs, const std::vecto
   auto consider = [&](std::optional<Built> built) {
     if (built && (!best || built->max_span_ns < best->max_span_ns)) best = std::move(built);
   };
-  // The handcrafted schedule with the most memory that fits goes first: it is never beaten by
-  // much, so its span cuts most later runs short.
-  for (const Schedule& candidate : handcrafted_candidates(p, m)) {
-    if (fits_everywhere(candidate, costs, limit)) {
-      consider(LinearGreedy(m, c, limit, Choices{}, &candidate).run(kNever));
-      break;
-    }
-  }
-  // Then the choices, in the order that most often gives the best (measured over p up to 32,
+  // The choices, in the order that most often gives the best (measured over p up to 32,
   // limits from p to unlimited, uniform and unequal stages), as many as the budget allows.
   static constexpr int kOrder[32] = {2,  3,  0,  22, 5,  6,  1,  12, 26, 10, 7,
                                      8,  4,  9,  11, 13, 14, 15, 16, 17, 18, 19,
@@ -349,6 +345,12 @@ Schedule auto_zero_bubble(int p, int m, const CostModel& costs, const std::vecto
     const Choices choices{(bits & 1) != 0, (bits & 2) == 0, (bits & 4) == 0, (bits & 8) == 0,
                           (bits & 16) != 0};
     consider(LinearGreedy(m, c, limit, choices).run(best ? best->max_span_ns : kNever));
+  }
+  // The handcrafted schedule with the most memory that fits the limit competes too, so the
+  // result is never worse than it.
+  if (const std::optional<Schedule> handcrafted = handcrafted_candidate(p, m, costs, limit)) {
+    consider(
+        LinearGreedy(m, c, limit, Choices{}, &*handcrafted).run(best ? best->max_span_ns : kNever));
   }
   BUBBLESIM_CHECK(best.has_value() && best->schedule.num_ops() == num_ops,
                   "the zero-bubble scheduler found no schedule");

@@ -8,16 +8,19 @@
 //
 // The scheduler builds each candidate by simulating as it goes. Every stage first runs a
 // warm-up of as many F as fit before its first B can arrive (and within the limit; each stage
-// at least one more than the next; or at most 1F1B's p - s, a choice), then, whenever it is
-// free, runs a ready B or F (one of them first, a choice), and fills gaps with W: a gap at
+// at least one more than the next; or at most 1F1B's p - s, a choice; ending before or just
+// after the first B arrives, a choice), then, whenever it is free, runs a ready B or F (one of
+// them first, a choice; at most as many in flight as the warm-up ran, a choice), and fills
+// gaps with W: a gap at
 // least as long as a W, a shorter gap when leaving it idle would give this stage the most idle
 // time so far (a choice), and whenever an F would not fit in memory. Remaining W run at the
-// end. The search first times the handcrafted ZB-H2, or ZB-H1, whichever has the most memory
-// that fits the limit (so the result is never worse than it), then combinations of the yes/no
-// choices in the order that most often wins, each run cut short once a stage has idled longer
-// than the best so far allows; the shortest schedule is kept. Small problems try all 32
-// combinations; larger ones as many as 30,000 op placements allow, at least 2 (p = 32,
-// m = 128: 2). The memory limit is checked on the returned schedule's memory accounting.
+// end. The search runs combinations of the yes/no choices in the order that most often wins,
+// then times the handcrafted ZB-H2, or ZB-H1, whichever has the most memory that fits the
+// limit (so the result is never worse than it); each run is cut short once a stage has idled
+// longer than the best span so far allows, and the shortest schedule is kept. Small problems
+// try all 32 combinations; larger ones as many as 20,000 op placements allow, at least one
+// (p = 8, m = 24: all 32; p = 8, m = 64: 13; p = 32, m = 128: 1). The memory limit is checked
+// on the returned schedule's memory accounting.
 #pragma once
 
 #include <string_view>
