@@ -39,15 +39,52 @@ struct Built {
   bool no_bubble = false;  // every device busy for the whole longest span
 };
 
+// The costs of one stage's ops on its device, looked up once per generate() rather than once
+// per decision: the greedy takes an op's cost to depend on its kind and stage, not on its
+// microbatch (true of PerDeviceCostModel; the engine's check at the end would catch a model
+// where it is not).
+struct StageCosts {
+  TimeNs f_ns = 0, b_ns = 0, w_ns = 0;
+  TimeNs f_out_ns = 0;  // from the end of F until the input of the next op of the microbatch
+                        // (the next stage's F, or this stage's B on the last stage) is there
+  TimeNs b_out_ns = 0;  // from the end of B until the previous stage's B has its input
+  double f_delta = 0, b_delta = 0, w_delta = 0;  // activation memory
+};
+
+std::vector<StageCosts> stage_costs(int p, const CostModel& costs) {
+  const std::vector<int> device = v_placement(p);
+  const int stages = 2 * p;
+  std::vector<StageCosts> out(static_cast<std::size_t>(stages));
+  for (int s = 0; s < stages; ++s) {
+    const int d = device[static_cast<std::size_t>(s)];
+    auto of = [&](OpKind kind) { return Op{kind, s, s < p ? 0 : 1, 0}; };
+    auto hop = [&](int to) {
+      const int e = device[static_cast<std::size_t>(to)];
+      return e == d ? TimeNs{0} : costs.transfer_ns(d, e);
+    };
+    StageCosts& c = out[static_cast<std::size_t>(s)];
+    c.f_ns = costs.duration_ns(of(OpKind::F), d);
+    c.b_ns = costs.duration_ns(of(OpKind::B), d);
+    c.w_ns = costs.duration_ns(of(OpKind::W), d);
+    c.f_out_ns = s + 1 < stages ? hop(s + 1) : 0;
+    c.b_out_ns = s > 0 ? hop(s - 1) : 0;
+    c.f_delta = costs.activation_delta(of(OpKind::F), d);
+    c.b_delta = costs.activation_delta(of(OpKind::B), d);
+    c.w_delta = costs.activation_delta(of(OpKind::W), d);
+  }
+  return out;
+}
+
 // Builds one V schedule by simulating: see v_shape.h. Returns nothing when the memory limit
 // stops every device before all ops are placed.
 class VGreedy {
  public:
-  VGreedy(int p, int m, const CostModel& costs, std::vector<double> limit, Choices choices)
+  VGreedy(int p, int m, const std::vector<StageCosts>& costs, const std::vector<double>& limit,
+          Choices choices)
       : p_(p),
         m_(m),
         costs_(costs),
-        limit_(std::move(limit)),
+        limit_(limit),
         choices_(choices),
         f_ready_(static_cast<std::size_t>(2 * p * m), kNever),
         b_ready_(f_ready_.size(), kNever),
@@ -55,6 +92,7 @@ class VGreedy {
         free_at_(static_cast<std::size_t>(p), 0),
         first_start_(static_cast<std::size_t>(p), 0),
         busy_(static_cast<std::size_t>(p), 0),
+        left_(static_cast<std::size_t>(p), 0),
         held_(static_cast<std::size_t>(p), 0.0),
         peak_(static_cast<std::size_t>(p), 0.0),
         picks_(static_cast<std::size_t>(p)),
@@ -62,11 +100,19 @@ class VGreedy {
     schedule_.num_microbatches = m;
     schedule_.stage_device = v_placement(p);
     schedule_.device_ops.resize(static_cast<std::size_t>(p));
+    for (int d = 0; d < p; ++d) {
+      schedule_.device_ops[static_cast<std::size_t>(d)].reserve(static_cast<std::size_t>(6 * m));
+      for (const int s : {d, 2 * p - 1 - d}) {
+        const StageCosts& c = costs_[static_cast<std::size_t>(s)];
+        left_[static_cast<std::size_t>(d)] += m * (c.f_ns + c.b_ns + c.w_ns);
+      }
+    }
     for (int k = 0; k < m; ++k)
       f_ready_[index(0, k)] = 0;
   }
 
-  // Gives up (returns nothing) as soon as a device's span exceeds `bound_ns`.
+  // Gives up (returns nothing) as soon as a device's span must exceed `bound_ns`: what it has
+  // spent plus the work it has left.
   std::optional<Built> run(TimeNs bound_ns) {
     for (int d = 0; d < p_; ++d)
       replan(d);
@@ -74,7 +120,7 @@ class VGreedy {
     while (events_.next_time() != kNever) {
       const auto d = events_.next_device();
       place(static_cast<int>(d), picks_[d]);
-      if (free_at_[d] - first_start_[d] > bound_ns) return std::nullopt;
+      if (free_at_[d] - first_start_[d] + left_[d] > bound_ns) return std::nullopt;
       ++placed;
     }
     if (placed != static_cast<std::size_t>(6 * p_ * m_)) return std::nullopt;
@@ -106,7 +152,6 @@ class VGreedy {
            static_cast<std::size_t>(mb);
   }
   int device_of(int stage) const { return stage < p_ ? stage : 2 * p_ - 1 - stage; }
-  Op op(OpKind kind, int stage, int mb) const { return Op{kind, stage, stage < p_ ? 0 : 1, mb}; }
   bool fits(int d, double delta) const {
     return held_[static_cast<std::size_t>(d)] + delta <= limit_[static_cast<std::size_t>(d)] + 1e-9;
   }
@@ -120,7 +165,7 @@ class VGreedy {
          choices_.lower_stage_backward_first ? std::array{low, high} : std::array{high, low}) {
       const Counters& c = next_[static_cast<std::size_t>(s)];
       if (c.b < c.f && b_ready_[index(s, c.b)] != kNever &&
-          fits(d, costs_.activation_delta(op(OpKind::B, s, c.b), d))) {
+          fits(d, costs_[static_cast<std::size_t>(s)].b_delta)) {
         const TimeNs t = std::max(free, b_ready_[index(s, c.b)]);
         if (t < b.start_ns) b = Pick{t, OpKind::B, s};
       }
@@ -132,7 +177,7 @@ class VGreedy {
       const Counters& c = next_[static_cast<std::size_t>(s)];
       if (c.f == m_ || f_ready_[index(s, c.f)] == kNever) continue;
       if (s == low && c.f - c.b >= choices_.chunk0_in_flight) continue;
-      const double delta = costs_.activation_delta(op(OpKind::F, s, c.f), d);
+      const double delta = costs_[static_cast<std::size_t>(s)].f_delta;
       if (!fits(d, s == low && choices_.reserve_for_chunk1 ? 2 * delta : delta)) {
         memory_bound = true;
         continue;
@@ -146,9 +191,8 @@ class VGreedy {
     if (second.start_ns == free) return second;
     const Pick& earliest = first.start_ns <= second.start_ns ? first : second;
     if (w.start_ns != kNever) {
-      const TimeNs w_ns = costs_.duration_ns(op(OpKind::W, w.stage, 0), d);
       if (!choices_.w_only_in_long_gaps || memory_bound || earliest.start_ns == kNever ||
-          earliest.start_ns - free >= w_ns) {
+          earliest.start_ns - free >= costs_[static_cast<std::size_t>(w.stage)].w_ns) {
         return w;
       }
     }
@@ -162,39 +206,55 @@ class VGreedy {
 
   // Runs the pick on device d and makes its output ready where it goes.
   void place(int d, const Pick& pick) {
-    Counters& c = next_[static_cast<std::size_t>(pick.stage)];
-    const int mb = pick.kind == OpKind::F ? c.f++ : pick.kind == OpKind::B ? c.b++ : c.w++;
-    const Op done = op(pick.kind, pick.stage, mb);
-    const TimeNs end = pick.start_ns + costs_.duration_ns(done, d);
+    const auto s = static_cast<std::size_t>(pick.stage);
+    const StageCosts& cost = costs_[s];
+    Counters& c = next_[s];
+    int mb = 0;
+    TimeNs duration = 0;
+    double delta = 0;
+    switch (pick.kind) {
+      case OpKind::F:
+        mb = c.f++, duration = cost.f_ns, delta = cost.f_delta;
+        break;
+      case OpKind::B:
+        mb = c.b++, duration = cost.b_ns, delta = cost.b_delta;
+        break;
+      default:
+        mb = c.w++, duration = cost.w_ns, delta = cost.w_delta;
+        break;
+    }
+    const TimeNs end = pick.start_ns + duration;
     const auto i = static_cast<std::size_t>(d);
     if (schedule_.device_ops[i].empty()) first_start_[i] = pick.start_ns;
-    schedule_.device_ops[i].push_back(done);
+    schedule_.device_ops[i].push_back(Op{pick.kind, pick.stage, pick.stage < p_ ? 0 : 1, mb});
     free_at_[i] = end;
-    busy_[i] += end - pick.start_ns;
-    held_[i] += costs_.activation_delta(done, d);
+    busy_[i] += duration;
+    left_[i] -= duration;
+    held_[i] += delta;
     peak_[i] = std::max(peak_[i], held_[i]);
 
     int consumer = -1;
-    auto arrive = [&](std::vector<TimeNs>& ready, int stage) {
-      consumer = device_of(stage);
-      ready[index(stage, mb)] = end + (consumer == d ? 0 : costs_.transfer_ns(d, consumer));
-    };
     if (pick.kind == OpKind::F) {
-      pick.stage + 1 < 2 * p_ ? arrive(f_ready_, pick.stage + 1) : arrive(b_ready_, pick.stage);
+      const bool last = pick.stage + 1 == 2 * p_;
+      const int stage = last ? pick.stage : pick.stage + 1;
+      consumer = device_of(stage);
+      (last ? b_ready_ : f_ready_)[index(stage, mb)] = end + cost.f_out_ns;
     } else if (pick.kind == OpKind::B && pick.stage > 0) {
-      arrive(b_ready_, pick.stage - 1);
+      consumer = device_of(pick.stage - 1);
+      b_ready_[index(pick.stage - 1, mb)] = end + cost.b_out_ns;
     }
     replan(d);
     if (consumer >= 0 && consumer != d) replan(consumer);
   }
 
   int p_, m_;
-  const CostModel& costs_;
-  std::vector<double> limit_;  // per device
+  const std::vector<StageCosts>& costs_;  // per stage
+  const std::vector<double>& limit_;      // per device
   Choices choices_;
-  std::vector<TimeNs> f_ready_, b_ready_;             // per (stage, mb): when the input is there
-  std::vector<Counters> next_;                        // per stage
-  std::vector<TimeNs> free_at_, first_start_, busy_;  // per device
+  std::vector<TimeNs> f_ready_, b_ready_;  // per (stage, mb): when the input is there
+  std::vector<Counters> next_;             // per stage
+  // Per device: when it is free, its first op's start, its work done and left.
+  std::vector<TimeNs> free_at_, first_start_, busy_, left_;
   std::vector<double> held_, peak_;  // per device: activation memory held now, and at most
   std::vector<Pick> picks_;          // per device: its planned next op
   DeviceEvents events_;              // per device: when its planned op starts
@@ -279,13 +339,14 @@ class VShape final : public ScheduleGenerator {
     static constexpr int kOrder[32] = {3, 26, 19, 27, 18, 10, 11, 2,  1,  9, 8,
                                        0, 17, 16, 25, 24, 15, 22, 23, 4,  5, 6,
                                        7, 12, 13, 14, 20, 21, 28, 29, 30, 31};
+    const std::vector<StageCosts> stage_cost = stage_costs(p, costs);
     std::optional<Built> best;
     for (const int cap : caps) {
       for (const int bits : kOrder) {
         const Choices choices{(bits & 1) != 0, (bits & 2) != 0,  (bits & 4) == 0,
                               (bits & 8) == 0, (bits & 16) != 0, cap};
         std::optional<Built> built =
-            VGreedy(p, m, costs, limit, choices).run(best ? best->max_span_ns : kNever);
+            VGreedy(p, m, stage_cost, limit, choices).run(best ? best->max_span_ns : kNever);
         if (!built) continue;
         if (!best || built->max_span_ns < best->max_span_ns ||
             (built->max_span_ns == best->max_span_ns && built->peak < best->peak)) {
