@@ -313,22 +313,33 @@ class VGreedy {
   Schedule schedule_;
 };
 
-// The search over the greedy's choices (v_shape.h): the same choices on every device, the 32
-// combinations of the yes/no choices, each under a few caps on chunk-0 microbatches in
-// flight, taken round-robin over the caps so that every cap gets its most promising
-// combinations first. Each run is cut short once it must be slower than the best so far. The
-// search stops at zero bubble, or when a whole run would take the ops simulated past
-// kUniformOps (the first run always goes): small pipelines try every candidate, large ones
-// (p = 32, m = 256) just the first.
+// The search over the greedy's choices (v_shape.h), in two phases:
+//  1. The same choices on every device: the 32 combinations of the yes/no choices, each
+//     under a few caps on chunk-0 microbatches in flight, taken round-robin over the caps so
+//     that every cap gets its most promising combinations first. Each run is cut short once
+//     it must be slower than the best so far. The phase stops at zero bubble, or when a whole
+//     run would take the ops simulated past kUniformOps (the first run always goes): small
+//     pipelines try every candidate, large ones (p = 32, m = 256) just the first.
+//  2. Only where a whole round of it costs at most kRefineOps ops (small p and m): choices
+//     per device, by coordinate descent from the best few results of phase 1. One device at
+//     a time tries every cap and combination with the others fixed, keeping a change that
+//     makes the result better (shorter, else leaner, else with less span summed over the
+//     devices), until nothing improves or kRefineOps ops are spent. V-Min's building block
+//     at p = 4 needs devices that behave differently, which phase 1 cannot give.
 class VSearch {
  public:
   static constexpr std::size_t kUniformOps = 90'000;  // a few ms
+  static constexpr std::size_t kRefineOps = 1'000'000;
+  static constexpr std::size_t kStarts = 4;  // results of phase 1 that phase 2 starts from
 
   VSearch(int p, int m, const std::vector<StageCosts>& costs, const std::vector<double>& limit)
       : p_(p), m_(m), costs_(costs), limit_(limit) {
     pass_ops_ = static_cast<std::size_t>(6 * p * m);
     // Chunk-0 microbatches whose activations fit on device 0: the scale of the caps.
     chunk0_fit_ = std::max(1, static_cast<int>(limit[0] / costs[0].f_delta + 1e-9));
+    refine_ =
+        static_cast<std::size_t>(p) * static_cast<std::size_t>(chunk0_fit_) * 32 * pass_ops_ <=
+        kRefineOps;
   }
 
   void run() {
@@ -345,12 +356,41 @@ class VSearch {
     static constexpr int kOrder[32] = {3, 26, 19, 27, 18, 10, 11, 2,  1,  9, 8,
                                        0, 17, 16, 25, 24, 15, 22, 23, 4,  5, 6,
                                        7, 12, 13, 14, 20, 21, 28, 29, 30, 31};
+    std::vector<std::pair<Score, std::vector<Choices>>> starts;
     for (const int bits : kOrder) {
       for (const int cap : caps) {
         if (done() || (best_ && spent_ + pass_ops_ > kUniformOps)) break;
         const std::vector<Choices> choices(static_cast<std::size_t>(p_),
                                            Choices::from_bits(bits, cap));
-        attempt(choices, bound());
+        // Phase 2 starts from results that need not be the best: they must run to the end.
+        std::optional<Score> built = attempt(choices, refine_ ? kNever : bound());
+        if (!built || !refine_) continue;
+        starts.emplace_back(*built, choices);
+        std::sort(starts.begin(), starts.end(),
+                  [](const auto& a, const auto& b) { return a.first.better_than(b.first); });
+        if (starts.size() > kStarts) starts.pop_back();
+      }
+    }
+    const std::size_t refine_end = spent_ + kRefineOps;
+    for (auto& [current, choices] : starts) {
+      for (bool improved = true; improved && !done();) {
+        improved = false;
+        for (std::size_t d = 0; d < choices.size(); ++d) {
+          for (int cap = 1; cap <= chunk0_fit_; ++cap) {
+            for (int bits = 0; bits < 32; ++bits) {
+              if (done() || spent_ + pass_ops_ > refine_end) return;
+              std::vector<Choices> trial = choices;
+              trial[d] = Choices::from_bits(bits, cap);
+              if (trial[d] == choices[d]) continue;
+              std::optional<Score> built = attempt(trial, current.max_span_ns);
+              if (built && built->better_than(current)) {
+                current = *built;
+                choices = std::move(trial);
+                improved = true;
+              }
+            }
+          }
+        }
       }
     }
   }
@@ -380,7 +420,8 @@ class VSearch {
   const std::vector<double>& limit_;
   int chunk0_fit_ = 1;
   std::size_t pass_ops_ = 0;  // ops of one whole run
-  std::size_t spent_ = 0;     // ops placed over all runs
+  bool refine_ = false;
+  std::size_t spent_ = 0;  // ops placed over all runs
   std::optional<Score> best_;
   Schedule best_schedule_;
 };
