@@ -1,14 +1,12 @@
 #include "sim/schedules/v_shape.h"
 
 #include <algorithm>
-#include <array>
 #include <optional>
 #include <sstream>
 
 #include "sim/cost_model.h"
 #include "sim/device_events.h"
 #include "sim/placement.h"
-#include "sim/simulation.h"
 
 namespace bubblesim::sim {
 
@@ -28,68 +26,141 @@ struct Choices {
   bool lower_stage_backward_first = true;  // between two ready B, the earlier stage's
   bool w_only_in_long_gaps = false;        // a W waits for a gap of at least its length, unless
                                            // memory stops the next F or nothing else is known
-  int chunk0_in_flight = 1 << 30;          // chunk-0 microbatches past F and before B, at most
+  int chunk0_in_flight = kNoCap;           // chunk-0 microbatches past F and before B, at most
+
+  static constexpr int kNoCap = 1 << 30;
+  // The five yes/no choices from the bits of `bits` (0 is the defaults above).
+  static Choices from_bits(int bits, int cap) {
+    return Choices{(bits & 1) != 0, (bits & 2) != 0,  (bits & 4) == 0,
+                   (bits & 8) == 0, (bits & 16) != 0, cap};
+  }
+  friend bool operator==(const Choices&, const Choices&) = default;
 };
 
-// What one run of the greedy built, with the timing and memory it simulated on the way.
-struct Built {
-  Schedule schedule;
+// How good one run of the greedy is, from the timing and memory it simulated on the way.
+struct Score {
   TimeNs max_span_ns = 0;
+  TimeNs sum_span_ns = 0;  // over devices: a tie-break that rewards progress off the longest
   double peak = 0;         // largest activation memory any device held
   bool no_bubble = false;  // every device busy for the whole longest span
+
+  // Shorter first, then leaner, then with less span summed over the devices.
+  bool better_than(const Score& other) const {
+    if (max_span_ns != other.max_span_ns) return max_span_ns < other.max_span_ns;
+    if (peak != other.peak) return peak < other.peak;
+    return sum_span_ns < other.sum_span_ns;
+  }
 };
+
+// The costs of one stage's ops on its device, looked up once per generate() rather than once
+// per decision: the greedy takes an op's cost to depend on its kind and stage, not on its
+// microbatch (true of PerDeviceCostModel; the check at the end of generate() catches a model
+// where it is not).
+struct StageCosts {
+  TimeNs f_ns = 0, b_ns = 0, w_ns = 0;
+  TimeNs f_out_ns = 0;  // from the end of F until the input of the next op of the microbatch
+                        // (the next stage's F, or this stage's B on the last stage) is there
+  TimeNs b_out_ns = 0;  // from the end of B until the previous stage's B has its input
+  double f_delta = 0, b_delta = 0, w_delta = 0;  // activation memory
+
+  TimeNs duration_ns(OpKind kind) const {
+    return kind == OpKind::F ? f_ns : kind == OpKind::B ? b_ns : w_ns;
+  }
+  double delta(OpKind kind) const {
+    return kind == OpKind::F ? f_delta : kind == OpKind::B ? b_delta : w_delta;
+  }
+};
+
+std::vector<StageCosts> stage_costs(int p, const CostModel& costs) {
+  const std::vector<int> device = v_placement(p);
+  const int stages = 2 * p;
+  std::vector<StageCosts> out(static_cast<std::size_t>(stages));
+  for (int s = 0; s < stages; ++s) {
+    const int d = device[static_cast<std::size_t>(s)];
+    auto of = [&](OpKind kind) { return Op{kind, s, s < p ? 0 : 1, 0}; };
+    auto hop = [&](int to) {
+      const int e = device[static_cast<std::size_t>(to)];
+      return e == d ? TimeNs{0} : costs.transfer_ns(d, e);
+    };
+    StageCosts& c = out[static_cast<std::size_t>(s)];
+    c.f_ns = costs.duration_ns(of(OpKind::F), d);
+    c.b_ns = costs.duration_ns(of(OpKind::B), d);
+    c.w_ns = costs.duration_ns(of(OpKind::W), d);
+    c.f_out_ns = s + 1 < stages ? hop(s + 1) : 0;
+    c.b_out_ns = s > 0 ? hop(s - 1) : 0;
+    c.f_delta = costs.activation_delta(of(OpKind::F), d);
+    c.b_delta = costs.activation_delta(of(OpKind::B), d);
+    c.w_delta = costs.activation_delta(of(OpKind::W), d);
+  }
+  return out;
+}
 
 // Builds one V schedule by simulating: see v_shape.h. Returns nothing when the memory limit
 // stops every device before all ops are placed.
 class VGreedy {
  public:
-  VGreedy(int p, int m, const CostModel& costs, std::vector<double> limit, Choices choices)
+  VGreedy(int p, int m, const std::vector<StageCosts>& costs, const std::vector<double>& limit,
+          const std::vector<Choices>& choices)
       : p_(p),
         m_(m),
         costs_(costs),
-        limit_(std::move(limit)),
         choices_(choices),
-        f_ready_(static_cast<std::size_t>(2 * p * m), kNever),
+        // One entry more per stage than microbatches, never ready: reading past the last
+        // microbatch of a pass needs no check.
+        f_ready_(static_cast<std::size_t>(2 * p * (m + 1)), kNever),
         b_ready_(f_ready_.size(), kNever),
         next_(static_cast<std::size_t>(2 * p)),
         free_at_(static_cast<std::size_t>(p), 0),
         first_start_(static_cast<std::size_t>(p), 0),
         busy_(static_cast<std::size_t>(p), 0),
+        left_(static_cast<std::size_t>(p), 0),
         held_(static_cast<std::size_t>(p), 0.0),
         peak_(static_cast<std::size_t>(p), 0.0),
+        room_(static_cast<std::size_t>(p)),
         picks_(static_cast<std::size_t>(p)),
         events_(static_cast<std::size_t>(p)) {
     schedule_.num_microbatches = m;
     schedule_.stage_device = v_placement(p);
     schedule_.device_ops.resize(static_cast<std::size_t>(p));
+    for (int d = 0; d < p; ++d) {
+      room_[static_cast<std::size_t>(d)] = limit[static_cast<std::size_t>(d)] + 1e-9;
+      schedule_.device_ops[static_cast<std::size_t>(d)].reserve(static_cast<std::size_t>(6 * m));
+      for (const int s : {d, 2 * p - 1 - d}) {
+        const StageCosts& c = costs_[static_cast<std::size_t>(s)];
+        left_[static_cast<std::size_t>(d)] += m * (c.f_ns + c.b_ns + c.w_ns);
+      }
+    }
     for (int k = 0; k < m; ++k)
       f_ready_[index(0, k)] = 0;
   }
 
-  // Gives up (returns nothing) as soon as a device's span exceeds `bound_ns`.
-  std::optional<Built> run(TimeNs bound_ns) {
+  // Gives up (returns nothing) as soon as a device's span must exceed `bound_ns`: what it has
+  // spent plus the work it has left. The schedule is left in schedule().
+  std::optional<Score> run(TimeNs bound_ns) {
     for (int d = 0; d < p_; ++d)
       replan(d);
-    std::size_t placed = 0;
     while (events_.next_time() != kNever) {
       const auto d = events_.next_device();
       place(static_cast<int>(d), picks_[d]);
-      if (free_at_[d] - first_start_[d] > bound_ns) return std::nullopt;
-      ++placed;
+      ++placed_;
+      if (free_at_[d] - first_start_[d] + left_[d] > bound_ns) return std::nullopt;
     }
-    if (placed != static_cast<std::size_t>(6 * p_ * m_)) return std::nullopt;
-    Built built;
+    if (placed_ != static_cast<std::size_t>(6 * p_ * m_)) return std::nullopt;
+    Score built;
     built.no_bubble = true;
     for (std::size_t d = 0; d < free_at_.size(); ++d) {
       built.max_span_ns = std::max(built.max_span_ns, free_at_[d] - first_start_[d]);
+      built.sum_span_ns += free_at_[d] - first_start_[d];
       built.peak = std::max(built.peak, peak_[d]);
     }
     for (std::size_t d = 0; d < free_at_.size(); ++d) {
       built.no_bubble = built.no_bubble && busy_[d] == built.max_span_ns;
     }
-    built.schedule = std::move(schedule_);
     return built;
   }
+
+  std::size_t placed() const { return placed_; }
+  Schedule& schedule() { return schedule_; }
 
  private:
   struct Pick {
@@ -102,112 +173,264 @@ class VGreedy {
   };
 
   std::size_t index(int stage, int mb) const {
-    return static_cast<std::size_t>(stage) * static_cast<std::size_t>(m_) +
+    return static_cast<std::size_t>(stage) * static_cast<std::size_t>(m_ + 1) +
            static_cast<std::size_t>(mb);
   }
   int device_of(int stage) const { return stage < p_ ? stage : 2 * p_ - 1 - stage; }
-  Op op(OpKind kind, int stage, int mb) const { return Op{kind, stage, stage < p_ ? 0 : 1, mb}; }
-  bool fits(int d, double delta) const {
-    return held_[static_cast<std::size_t>(d)] + delta <= limit_[static_cast<std::size_t>(d)] + 1e-9;
-  }
 
-  // The device's next op under the rules of v_shape.h, and when it can start.
+  // When an op whose input is there at `ready_ns` can start on a device free at `free_ns`.
+  static TimeNs start(TimeNs free_ns, TimeNs ready_ns) { return std::max(free_ns, ready_ns); }
+
+  // The device's next op under the rules of v_shape.h, and when it can start. Written out for
+  // the two stages of the device rather than looped: it runs once per op placed.
   Pick choose(int d) const {
-    const TimeNs free = free_at_[static_cast<std::size_t>(d)];
+    const auto i = static_cast<std::size_t>(d);
+    const Choices& choices = choices_[i];
+    const TimeNs free = free_at_[i];
+    const double held = held_[i], room = room_[i];
     const int low = d, high = 2 * p_ - 1 - d;
-    Pick b, f, w;
-    for (const int s :
-         choices_.lower_stage_backward_first ? std::array{low, high} : std::array{high, low}) {
-      const Counters& c = next_[static_cast<std::size_t>(s)];
-      if (c.b < c.f && b_ready_[index(s, c.b)] != kNever &&
-          fits(d, costs_.activation_delta(op(OpKind::B, s, c.b), d))) {
-        const TimeNs t = std::max(free, b_ready_[index(s, c.b)]);
-        if (t < b.start_ns) b = Pick{t, OpKind::B, s};
-      }
-      if (c.w < c.b && w.start_ns == kNever) w = Pick{free, OpKind::W, s};
-    }
+    const Counters& cl = next_[static_cast<std::size_t>(low)];
+    const Counters& ch = next_[static_cast<std::size_t>(high)];
+    const StageCosts& kl = costs_[static_cast<std::size_t>(low)];
+    const StageCosts& kh = costs_[static_cast<std::size_t>(high)];
+
+    // B: the earliest of the two stages' next B that fits, ties to the preferred stage.
+    const TimeNs bl = held + kl.b_delta <= room ? start(free, b_ready_[index(low, cl.b)]) : kNever;
+    const TimeNs bh = held + kh.b_delta <= room ? start(free, b_ready_[index(high, ch.b)]) : kNever;
+    const bool b_high = choices.lower_stage_backward_first ? bh < bl : bh <= bl && bh != kNever;
+    const Pick b = b_high ? Pick{bh, OpKind::B, high} : Pick{bl, OpKind::B, low};
+
+    // F: likewise, within the cap on chunk 0 and the memory (with the room kept for chunk 1).
+    TimeNs fl = start(free, f_ready_[index(low, cl.f)]);
+    TimeNs fh = start(free, f_ready_[index(high, ch.f)]);
     bool memory_bound = false;
-    for (const int s :
-         choices_.chunk1_forward_first ? std::array{high, low} : std::array{low, high}) {
-      const Counters& c = next_[static_cast<std::size_t>(s)];
-      if (c.f == m_ || f_ready_[index(s, c.f)] == kNever) continue;
-      if (s == low && c.f - c.b >= choices_.chunk0_in_flight) continue;
-      const double delta = costs_.activation_delta(op(OpKind::F, s, c.f), d);
-      if (!fits(d, s == low && choices_.reserve_for_chunk1 ? 2 * delta : delta)) {
-        memory_bound = true;
-        continue;
-      }
-      const TimeNs t = std::max(free, f_ready_[index(s, c.f)]);
-      if (t < f.start_ns) f = Pick{t, OpKind::F, s};
+    if (fl != kNever && cl.f - cl.b >= choices.chunk0_in_flight) fl = kNever;
+    if (fl != kNever && held + (choices.reserve_for_chunk1 ? 2 * kl.f_delta : kl.f_delta) > room) {
+      fl = kNever;
+      memory_bound = true;
     }
-    const Pick& first = choices_.forward_first ? f : b;
-    const Pick& second = choices_.forward_first ? b : f;
+    if (fh != kNever && held + kh.f_delta > room) {
+      fh = kNever;
+      memory_bound = true;
+    }
+    const bool f_high = choices.chunk1_forward_first ? fh <= fl && fh != kNever : fh < fl;
+    const Pick f = f_high ? Pick{fh, OpKind::F, high} : Pick{fl, OpKind::F, low};
+
+    const Pick& first = choices.forward_first ? f : b;
+    const Pick& second = choices.forward_first ? b : f;
     if (first.start_ns == free) return first;
     if (second.start_ns == free) return second;
     const Pick& earliest = first.start_ns <= second.start_ns ? first : second;
-    if (w.start_ns != kNever) {
-      const TimeNs w_ns = costs_.duration_ns(op(OpKind::W, w.stage, 0), d);
-      if (!choices_.w_only_in_long_gaps || memory_bound || earliest.start_ns == kNever ||
-          earliest.start_ns - free >= w_ns) {
-        return w;
+    // W: the preferred stage's pending one first.
+    const bool wl = cl.w < cl.b, wh = ch.w < ch.b;
+    if (wl || wh) {
+      const int w_stage = (choices.lower_stage_backward_first ? wl : !wh) ? low : high;
+      if (!choices.w_only_in_long_gaps || memory_bound || earliest.start_ns == kNever ||
+          earliest.start_ns - free >= costs_[static_cast<std::size_t>(w_stage)].w_ns) {
+        return Pick{free, OpKind::W, w_stage};
       }
     }
     return earliest;
   }
 
   void replan(int d) {
-    picks_[static_cast<std::size_t>(d)] = choose(d);
-    events_.set(static_cast<std::size_t>(d), picks_[static_cast<std::size_t>(d)].start_ns);
+    Pick& plan = picks_[static_cast<std::size_t>(d)];
+    const TimeNs before = plan.start_ns;
+    plan = choose(d);
+    // Often the same time (a busy device whose next op stays at its end): the queue holds
+    // times only.
+    if (plan.start_ns != before) events_.set(static_cast<std::size_t>(d), plan.start_ns);
   }
 
   // Runs the pick on device d and makes its output ready where it goes.
   void place(int d, const Pick& pick) {
-    Counters& c = next_[static_cast<std::size_t>(pick.stage)];
+    const auto s = static_cast<std::size_t>(pick.stage);
+    const StageCosts& cost = costs_[s];
+    Counters& c = next_[s];
     const int mb = pick.kind == OpKind::F ? c.f++ : pick.kind == OpKind::B ? c.b++ : c.w++;
-    const Op done = op(pick.kind, pick.stage, mb);
-    const TimeNs end = pick.start_ns + costs_.duration_ns(done, d);
+    const TimeNs duration = cost.duration_ns(pick.kind);
+    const double delta = cost.delta(pick.kind);
+    const TimeNs end = pick.start_ns + duration;
     const auto i = static_cast<std::size_t>(d);
     if (schedule_.device_ops[i].empty()) first_start_[i] = pick.start_ns;
-    schedule_.device_ops[i].push_back(done);
+    schedule_.device_ops[i].push_back(Op{pick.kind, pick.stage, pick.stage < p_ ? 0 : 1, mb});
     free_at_[i] = end;
-    busy_[i] += end - pick.start_ns;
-    held_[i] += costs_.activation_delta(done, d);
+    busy_[i] += duration;
+    left_[i] -= duration;
+    held_[i] += delta;
     peak_[i] = std::max(peak_[i], held_[i]);
 
-    int consumer = -1;
-    auto arrive = [&](std::vector<TimeNs>& ready, int stage) {
-      consumer = device_of(stage);
-      ready[index(stage, mb)] = end + (consumer == d ? 0 : costs_.transfer_ns(d, consumer));
-    };
+    // The op that now has its input: the next stage's F, this stage's B on the last stage,
+    // the previous stage's B.
+    OpKind next_kind = OpKind::B;
+    int next_stage = pick.stage - 1;
+    TimeNs ready = end + cost.b_out_ns;
     if (pick.kind == OpKind::F) {
-      pick.stage + 1 < 2 * p_ ? arrive(f_ready_, pick.stage + 1) : arrive(b_ready_, pick.stage);
-    } else if (pick.kind == OpKind::B && pick.stage > 0) {
-      arrive(b_ready_, pick.stage - 1);
+      const bool last = pick.stage + 1 == 2 * p_;
+      next_kind = last ? OpKind::B : OpKind::F;
+      next_stage = last ? pick.stage : pick.stage + 1;
+      ready = end + cost.f_out_ns;
     }
+    const bool has_next = pick.kind == OpKind::F || (pick.kind == OpKind::B && pick.stage > 0);
+    if (has_next) (next_kind == OpKind::F ? f_ready_ : b_ready_)[index(next_stage, mb)] = ready;
     replan(d);
-    if (consumer >= 0 && consumer != d) replan(consumer);
+    if (has_next && device_of(next_stage) != d) arrive(next_kind, next_stage, mb, ready);
+  }
+
+  // The input of `kind` of (stage, mb) has been made ready at `ready_ns` on another device:
+  // that device replans unless the new op cannot change its plan, which the rules of choose()
+  // guarantee when it is not the stage's next op of its kind, or when it could start only
+  // after the planned op (and a planned W would still fit before it).
+  void arrive(OpKind kind, int stage, int mb, TimeNs ready_ns) {
+    const Counters& c = next_[static_cast<std::size_t>(stage)];
+    if (mb != (kind == OpKind::F ? c.f : c.b)) return;
+    const int d = device_of(stage);
+    const auto i = static_cast<std::size_t>(d);
+    const Pick& plan = picks_[i];
+    const TimeNs start = std::max(free_at_[i], ready_ns);
+    const bool may_change_w =
+        choices_[i].w_only_in_long_gaps &&
+        (plan.kind == OpKind::W
+             ? start - free_at_[i] < costs_[static_cast<std::size_t>(plan.stage)].w_ns
+             : kind == OpKind::F);  // an F that does not fit lets a W go first
+    if (plan.start_ns == kNever || start <= plan.start_ns || may_change_w) {
+      replan(d);
+    }
   }
 
   int p_, m_;
-  const CostModel& costs_;
-  std::vector<double> limit_;  // per device
-  Choices choices_;
-  std::vector<TimeNs> f_ready_, b_ready_;             // per (stage, mb): when the input is there
-  std::vector<Counters> next_;                        // per stage
-  std::vector<TimeNs> free_at_, first_start_, busy_;  // per device
+  const std::vector<StageCosts>& costs_;  // per stage
+  const std::vector<Choices>& choices_;   // per device
+  std::size_t placed_ = 0;
+  std::vector<TimeNs> f_ready_, b_ready_;  // per (stage, mb): when the input is there
+  std::vector<Counters> next_;             // per stage
+  // Per device: when it is free, its first op's start, its work done and left.
+  std::vector<TimeNs> free_at_, first_start_, busy_, left_;
   std::vector<double> held_, peak_;  // per device: activation memory held now, and at most
+  std::vector<double> room_;         // per device: the limit, with a tolerance for rounding
   std::vector<Pick> picks_;          // per device: its planned next op
   DeviceEvents events_;              // per device: when its planned op starts
   Schedule schedule_;
 };
 
-// The three V schedules differ in their default memory limit (in whole-stage M_B) and in
-// which caps on chunk-0 microbatches in flight they try besides none.
+// The search over the greedy's choices (v_shape.h), in two phases:
+//  1. The same choices on every device: the 32 combinations of the yes/no choices, each
+//     under a few caps on chunk-0 microbatches in flight, taken round-robin over the caps so
+//     that every cap gets its most promising combinations first. Each run is cut short once
+//     it must be slower than the best so far. The phase stops at zero bubble, or when a whole
+//     run would take the ops simulated past kUniformOps (the first run always goes): small
+//     pipelines try every candidate, large ones (p = 32, m = 256) just the first.
+//  2. Only where a whole round of it costs at most kRefineOps ops (small p and m): choices
+//     per device, by coordinate descent from the best few results of phase 1. One device at
+//     a time tries every cap and combination with the others fixed, keeping a change that
+//     makes the result better (shorter, else leaner, else with less span summed over the
+//     devices), until nothing improves or kRefineOps ops are spent. V-Min's building block
+//     at p = 4 needs devices that behave differently, which phase 1 cannot give.
+class VSearch {
+ public:
+  static constexpr std::size_t kUniformOps = 90'000;  // a few ms
+  static constexpr std::size_t kRefineOps = 1'000'000;
+  static constexpr std::size_t kStarts = 4;  // results of phase 1 that phase 2 starts from
+
+  VSearch(int p, int m, const std::vector<StageCosts>& costs, const std::vector<double>& limit)
+      : p_(p), m_(m), costs_(costs), limit_(limit) {
+    pass_ops_ = static_cast<std::size_t>(6 * p * m);
+    // Chunk-0 microbatches whose activations fit on device 0: the scale of the caps.
+    chunk0_fit_ = std::max(1, static_cast<int>(limit[0] / costs[0].f_delta + 1e-9));
+    refine_ =
+        static_cast<std::size_t>(p) * static_cast<std::size_t>(chunk0_fit_) * 32 * pass_ops_ <=
+        kRefineOps;
+  }
+
+  void run() {
+    // Caps: 7/8 of what fits (room for chunk 1 on the way up; best by far with real costs
+    // and large p), none (zero bubble with T_F = T_B = T_W), p, and a few around 3p/4, where
+    // V-Half and V-Min find their building block.
+    std::vector<int> caps;
+    for (const int cap :
+         {(7 * chunk0_fit_ + 4) / 8, Choices::kNoCap, p_, (3 * p_ + 3) / 4, p_ - 1, p_ / 2}) {
+      if (cap >= 1 && std::find(caps.begin(), caps.end(), cap) == caps.end()) caps.push_back(cap);
+    }
+    // The combinations, those that most often win first (measured over uniform and unequal
+    // costs, p up to 16).
+    static constexpr int kOrder[32] = {3, 26, 19, 27, 18, 10, 11, 2,  1,  9, 8,
+                                       0, 17, 16, 25, 24, 15, 22, 23, 4,  5, 6,
+                                       7, 12, 13, 14, 20, 21, 28, 29, 30, 31};
+    std::vector<std::pair<Score, std::vector<Choices>>> starts;
+    for (const int bits : kOrder) {
+      for (const int cap : caps) {
+        if (done() || (best_ && spent_ + pass_ops_ > kUniformOps)) break;
+        const std::vector<Choices> choices(static_cast<std::size_t>(p_),
+                                           Choices::from_bits(bits, cap));
+        // Phase 2 starts from results that need not be the best: they must run to the end.
+        std::optional<Score> built = attempt(choices, refine_ ? kNever : bound());
+        if (!built || !refine_) continue;
+        starts.emplace_back(*built, choices);
+        std::sort(starts.begin(), starts.end(),
+                  [](const auto& a, const auto& b) { return a.first.better_than(b.first); });
+        if (starts.size() > kStarts) starts.pop_back();
+      }
+    }
+    const std::size_t refine_end = spent_ + kRefineOps;
+    for (auto& [current, choices] : starts) {
+      for (bool improved = true; improved && !done();) {
+        improved = false;
+        for (std::size_t d = 0; d < choices.size(); ++d) {
+          for (int cap = 1; cap <= chunk0_fit_; ++cap) {
+            for (int bits = 0; bits < 32; ++bits) {
+              if (done() || spent_ + pass_ops_ > refine_end) return;
+              std::vector<Choices> trial = choices;
+              trial[d] = Choices::from_bits(bits, cap);
+              if (trial[d] == choices[d]) continue;
+              std::optional<Score> built = attempt(trial, current.max_span_ns);
+              if (built && built->better_than(current)) {
+                current = *built;
+                choices = std::move(trial);
+                improved = true;
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+
+  // The best schedule found, with its score; nothing if every run ran out of memory.
+  const std::optional<Score>& best() const { return best_; }
+  Schedule& best_schedule() { return best_schedule_; }
+
+ private:
+  bool done() const { return best_ && best_->no_bubble; }  // nothing is shorter
+  TimeNs bound() const { return best_ ? best_->max_span_ns : kNever; }
+
+  // One run of the greedy, stopped at `bound_ns`. Keeps the schedule if it is the best.
+  std::optional<Score> attempt(const std::vector<Choices>& choices, TimeNs bound_ns) {
+    VGreedy greedy(p_, m_, costs_, limit_, choices);
+    std::optional<Score> built = greedy.run(bound_ns);
+    spent_ += greedy.placed();
+    if (built && (!best_ || built->better_than(*best_))) {
+      best_ = built;
+      best_schedule_ = std::move(greedy.schedule());
+    }
+    return built;
+  }
+
+  int p_, m_;
+  const std::vector<StageCosts>& costs_;
+  const std::vector<double>& limit_;
+  int chunk0_fit_ = 1;
+  std::size_t pass_ops_ = 0;  // ops of one whole run
+  bool refine_ = false;
+  std::size_t spent_ = 0;  // ops placed over all runs
+  std::optional<Score> best_;
+  Schedule best_schedule_;
+};
+
+// The three V schedules differ in their default memory limit (in whole-stage M_B).
 struct VShapeKind {
   const char* name;
   const char* description;
   double (*default_limit)(int p);  // in whole-stage M_B
-  std::size_t caps_to_try;         // of the caps below, besides none
 };
 
 double zb_v_limit(int p) {
@@ -223,15 +446,15 @@ double v_min_limit(int p) {
 constexpr VShapeKind kZbV{"zb-v",
                           "V-shaped zero bubble: 2 chunks per device in a V, W fills the "
                           "bubbles; peak <= --mem-limit (default p*M_B)",
-                          zb_v_limit, 1};
+                          zb_v_limit};
 constexpr VShapeKind kVHalf{"v-half",
                             "V-shaped, half of 1F1B's activation memory: peak (p+2)/2*M_B "
                             "(or --mem-limit)",
-                            v_half_limit, 4};
+                            v_half_limit};
 constexpr VShapeKind kVMin{"v-min",
                            "V-shaped, a third of 1F1B's activation memory: peak "
                            "floor((p+4)/3)*M_B (or --mem-limit)",
-                           v_min_limit, 4};
+                           v_min_limit};
 
 class VShape final : public ScheduleGenerator {
  public:
@@ -264,52 +487,34 @@ class VShape final : public ScheduleGenerator {
       limit.push_back(l);
     }
 
-    // Caps on chunk-0 microbatches in flight: none, then p (half of ZB-V's memory for chunk
-    // 0, its better warm-up when T_comm is large) and a few around 3p/4, where V-Half and
-    // V-Min find their building block. Each cap costs a full search: ZB-V tries just p.
-    std::vector<int> caps = {1 << 30};
-    for (const int cap : {p, (3 * p + 3) / 4, p - 1, p / 2}) {
-      if (caps.size() > kind_.caps_to_try) break;
-      if (cap >= 1 && std::find(caps.begin(), caps.end(), cap) == caps.end()) caps.push_back(cap);
-    }
-
-    // Every combination of the choices, keeping the shortest (then the leanest); the greedy's
-    // own timing is the engine's, which the end checks. The order puts first the combinations
-    // that most often win (measured over uniform and unequal costs, p up to 16), so that the
-    // later ones are mostly cut short by the bound.
-    static constexpr int kOrder[32] = {3, 26, 19, 27, 18, 10, 11, 2,  1,  9, 8,
-                                       0, 17, 16, 25, 24, 15, 22, 23, 4,  5, 6,
-                                       7, 12, 13, 14, 20, 21, 28, 29, 30, 31};
-    std::optional<Built> best;
-    for (const int cap : caps) {
-      for (const int bits : kOrder) {
-        const Choices choices{(bits & 1) != 0, (bits & 2) != 0,  (bits & 4) == 0,
-                              (bits & 8) == 0, (bits & 16) != 0, cap};
-        std::optional<Built> built =
-            VGreedy(p, m, costs, limit, choices).run(best ? best->max_span_ns : kNever);
-        if (!built) continue;
-        if (!best || built->max_span_ns < best->max_span_ns ||
-            (built->max_span_ns == best->max_span_ns && built->peak < best->peak)) {
-          best = std::move(built);
-        }
-        if (best->no_bubble) break;  // nothing is shorter than no bubble
-      }
-      if (best && best->no_bubble) break;
-    }
-    if (!best) {
+    const std::vector<StageCosts> stage_cost = stage_costs(p, costs);
+    VSearch search(p, m, stage_cost, limit);
+    search.run();
+    if (!search.best()) {
       throw InvalidArgument("schedule '" + std::string(name()) +
                             "': no schedule found within the memory limit " +
                             number(limit.front()) + "; try a limit closer to p*M_B");
     }
-    const Metrics check = simulate(best->schedule, costs).metrics;
-    BUBBLESIM_CHECK(check.max_device_span_ns == best->max_span_ns,
-                    "the V greedy's own timing disagrees with the engine");
-    for (const DeviceMetrics& d : check.devices) {
-      BUBBLESIM_CHECK(
-          d.peak_activation_memory <= limit[static_cast<std::size_t>(d.device)] + 1e-9,
-          "the V greedy exceeded its memory limit on device " + std::to_string(d.device));
+    Schedule& schedule = search.best_schedule();
+    // The greedy timed and sized the schedule from the per-stage table. Checking the table
+    // against the cost model op by op keeps its timing the engine's and its peaks within the
+    // limit, at a fraction of the cost of running the engine again.
+    for (int d = 0; d < p; ++d) {
+      const auto i = static_cast<std::size_t>(d);
+      double held = 0;
+      for (const Op& op : schedule.device_ops[i]) {
+        const StageCosts& c = stage_cost[static_cast<std::size_t>(op.stage)];
+        const double delta = costs.activation_delta(op, d);
+        BUBBLESIM_CHECK(
+            costs.duration_ns(op, d) == c.duration_ns(op.kind) && delta == c.delta(op.kind),
+            "the V greedy assumes costs that do not depend on the microbatch; " + to_string(op) +
+                " differs");
+        held += delta;
+        BUBBLESIM_CHECK(held <= limit[i] + 1e-9,
+                        "the V greedy exceeded its memory limit on device " + std::to_string(d));
+      }
     }
-    return std::move(best->schedule);
+    return std::move(schedule);
   }
 
  private:
