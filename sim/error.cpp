@@ -1,6 +1,14 @@
 #include "sim/error.h"
 
+#include <sstream>
+
 namespace bubblesim {
+
+std::string format_number(double x) {
+  std::ostringstream s;
+  s << x;
+  return s.str();
+}
 
 void throw_internal_error(const char* condition, const char* file, int line,
                           const std::string& detail) {

@@ -28,6 +28,9 @@ class InternalError : public std::logic_error {
   using std::logic_error::logic_error;
 };
 
+// A number as error messages show it: the shortest form that reads back ("8", "1.5", "inf").
+std::string format_number(double x);
+
 [[noreturn]] void throw_internal_error(const char* condition, const char* file, int line,
                                        const std::string& detail);
 

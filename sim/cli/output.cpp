@@ -22,18 +22,28 @@ void put(Writer& w, const char* key, double value) {
   w.Double(value);
 }
 
-void write_object(Writer& w, const RunSummary& run) {
-  const sim::Metrics& m = run.metrics;
-  w.StartObject();
+// The schedule's name and parameters, for a run object and a sweep.
+void put_run_head(Writer& w, const RunSummary& run) {
   w.Key("schedule");
   w.String(run.schedule.c_str());
   put(w, "pp", run.params.pp);
   put(w, "microbatches", run.params.microbatches);
   put(w, "chunks", run.params.chunks);
+}
+
+// The summary metrics, for a run object and a sweep point.
+void put_summary(Writer& w, const sim::Metrics& m) {
   put(w, "iteration_time_ms", sim::ns_to_ms(m.iteration_time_ns));
   put(w, "max_device_span_ms", sim::ns_to_ms(m.max_device_span_ns));
   put(w, "bubble_rate", m.bubble_rate);
   put(w, "peak_activation_memory", m.peak_activation_memory);
+}
+
+void write_object(Writer& w, const RunSummary& run) {
+  const sim::Metrics& m = run.metrics;
+  w.StartObject();
+  put_run_head(w, run);
+  put_summary(w, m);
   if (run.exact) {
     const ExactSummary& e = *run.exact;
     w.Key("exact");
@@ -166,24 +176,15 @@ void write_sweep_table(std::ostream& out, const RunInputs& in,
 
 void write_sweep_json(std::ostream& out, const std::vector<SweepPoint>& points) {
   with_writer(out, [&](Writer& w) {
-    const RunSummary& first = points.front().run;
     w.StartObject();
-    w.Key("schedule");
-    w.String(first.schedule.c_str());
-    put(w, "pp", first.params.pp);
-    put(w, "microbatches", first.params.microbatches);
-    put(w, "chunks", first.params.chunks);
+    put_run_head(w, points.front().run);
     w.Key("points");
     w.StartArray();
     for (const SweepPoint& point : points) {
-      const sim::Metrics& m = point.run.metrics;
       w.StartObject();
       put(w, "mem_limit_factor", point.limit_factor);
       put(w, "mem_limit", point.run.params.mem_limit);
-      put(w, "iteration_time_ms", sim::ns_to_ms(m.iteration_time_ns));
-      put(w, "max_device_span_ms", sim::ns_to_ms(m.max_device_span_ns));
-      put(w, "bubble_rate", m.bubble_rate);
-      put(w, "peak_activation_memory", m.peak_activation_memory);
+      put_summary(w, point.run.metrics);
       w.EndObject();
     }
     w.EndArray();

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <optional>
-#include <sstream>
 
 #include "sim/cost_model.h"
 #include "sim/device_events.h"
@@ -11,12 +10,6 @@
 namespace bubblesim::sim {
 
 namespace {
-
-std::string number(double x) {
-  std::ostringstream s;
-  s << x;
-  return s.str();
-}
 
 // The yes/no choices of the greedy.
 struct Choices {
@@ -481,8 +474,8 @@ class VShape final : public ScheduleGenerator {
       const double l = params.mem_limit > 0 ? params.mem_limit : kind_.default_limit(p) * m_b;
       if (l + 1e-9 < m_b) {
         throw InvalidArgument(
-            "schedule '" + std::string(name()) + "': --mem-limit " + number(l) +
-            " is below what one microbatch needs on a device, M_B = " + number(m_b));
+            "schedule '" + std::string(name()) + "': --mem-limit " + format_number(l) +
+            " is below what one microbatch needs on a device, M_B = " + format_number(m_b));
       }
       limit.push_back(l);
     }
@@ -493,7 +486,7 @@ class VShape final : public ScheduleGenerator {
     if (!search.best()) {
       throw InvalidArgument("schedule '" + std::string(name()) +
                             "': no schedule found within the memory limit " +
-                            number(limit.front()) + "; try a limit closer to p*M_B");
+                            format_number(limit.front()) + "; try a limit closer to p*M_B");
     }
     Schedule& schedule = search.best_schedule();
     // The greedy timed and sized the schedule from the per-stage table. Checking the table

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <optional>
-#include <sstream>
 
 #include "sim/cost_model.h"
 #include "sim/device_events.h"
@@ -13,12 +12,6 @@
 namespace bubblesim::sim {
 
 namespace {
-
-std::string number(double x) {
-  std::ostringstream s;
-  s << x;
-  return s.str();
-}
 
 // The yes/no choices of the greedy (zb_auto.h).
 struct Choices {
@@ -323,9 +316,9 @@ Schedule auto_zero_bubble(int p, int m, const CostModel& costs, const std::vecto
     const auto i = static_cast<std::size_t>(s);
     const double need = std::max(c[i].f_delta, c[i].f_delta + c[i].b_delta);
     if (limit[i] + 1e-9 < need) {
-      throw InvalidArgument("memory limit " + number(limit[i]) + " on device " + std::to_string(s) +
-                            " is below what one microbatch needs there; " +
-                            "the smallest feasible limit is " + number(need));
+      throw InvalidArgument("memory limit " + format_number(limit[i]) + " on device " +
+                            std::to_string(s) + " is below what one microbatch needs there; " +
+                            "the smallest feasible limit is " + format_number(need));
     }
   }
   const auto num_ops = static_cast<std::size_t>(3 * p * m);
