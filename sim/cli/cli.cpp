@@ -9,6 +9,7 @@
 #include "sim/cli/options.h"
 #include "sim/cli/output.h"
 #include "sim/cost_model.h"
+#include "sim/schedules/dual_pipe.h"
 #include "sim/schedules/handcrafted.h"
 #include "sim/schedules/interleaved.h"
 #include "sim/schedules/v_shape.h"
@@ -46,6 +47,7 @@ sim::ScheduleRegistry make_registry() {
   sim::add_handcrafted_schedules(registry);
   sim::add_interleaved_schedules(registry);
   sim::add_v_shape_schedules(registry);
+  sim::add_dual_pipe_schedules(registry);
   return registry;
 }
 
