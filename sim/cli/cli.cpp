@@ -84,7 +84,8 @@ RunSummary run_schedule(std::string name, sim::Schedule& schedule,
     schedule = generator->generate(params);
     params.costs = nullptr;  // the summary outlives `costs`
   }
-  return RunSummary{std::move(name), params, sim::simulate(schedule, costs).metrics};
+  return RunSummary{std::move(name), params, sim::simulate(schedule, costs).metrics,
+                    static_cast<double>(schedule.num_stages()) / schedule.route_stages()};
 }
 
 // "all" or a comma-separated list of registered names.
