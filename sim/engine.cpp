@@ -36,10 +36,8 @@ class Run {
     }
     // Each device's pairs as pointers to their forwards, then a null end marker.
     for (std::size_t d = 0; d < devices_.size(); ++d) {
-      if (!s_.overlapped_pairs.empty()) {
-        for (const std::size_t i : s_.overlapped_pairs[d])
-          pairs_.push_back(s_.device_ops[d].data() + i);
-      }
+      for (const std::size_t i : s_.pairs_of(static_cast<int>(d)))
+        pairs_.push_back(s_.device_ops[d].data() + i);
       pairs_.push_back(nullptr);
     }
     timeline_.device_ops.resize(devices_.size());
@@ -208,10 +206,13 @@ class Run {
     }
   }
 
+  // The event of op k (0, or 1 for a pair's backward) of device d's current step.
+  OpEvent event_of(const Device& dev, std::size_t d, int k, TimeNs start, TimeNs end) const {
+    const std::size_t i = index(dev) + static_cast<std::size_t>(k);
+    return OpEvent{dev.next[k], static_cast<int>(d), i, start, end, dev.paired};
+  }
   void report_start(const Device& dev, std::size_t d, int k, TimeNs start, TimeNs end) const {
-    const OpEvent event{
-        dev.next[k], static_cast<int>(d), index(dev) + static_cast<std::size_t>(k), start,
-        end,         dev.paired};
+    const OpEvent event = event_of(dev, d, k, start, end);
     for (EngineObserver* o : observers_)
       o->on_op_start(event);
   }
@@ -229,12 +230,7 @@ class Run {
     const int ops = !kPlain && dev.paired ? 2 : 1;
     if constexpr (kWatched) {
       for (int k = 0; k < ops; ++k) {
-        const OpEvent event{dev.next[k],
-                            static_cast<int>(d),
-                            index(dev) + static_cast<std::size_t>(k),
-                            dev.timings->back().start_ns,
-                            now,
-                            dev.paired};
+        const OpEvent event = event_of(dev, d, k, dev.timings->back().start_ns, now);
         for (EngineObserver* o : observers_)
           o->on_op_end(event);
       }

@@ -37,10 +37,7 @@ OpGraph::OpGraph(const Schedule& schedule, const CostModel& costs) {
   Vertex v = 0;
   for (int d = 0; d < schedule.num_devices(); ++d) {
     const auto& ops = schedule.device_ops[static_cast<std::size_t>(d)];
-    const std::vector<std::size_t> none;
-    const auto& paired_at = schedule.overlapped_pairs.empty()
-                                ? none
-                                : schedule.overlapped_pairs[static_cast<std::size_t>(d)];
+    const auto& paired_at = schedule.pairs_of(d);
     auto next_pair = paired_at.begin();
     device_sizes_.push_back(ops.size());
     for (std::size_t i = 0; i < ops.size(); ++i, ++v) {

@@ -79,6 +79,11 @@ std::size_t Schedule::num_ops() const {
   return n;
 }
 
+const std::vector<std::size_t>& Schedule::pairs_of(int device) const {
+  static const std::vector<std::size_t> kNone;
+  return overlapped_pairs.empty() ? kNone : overlapped_pairs[static_cast<std::size_t>(device)];
+}
+
 int Schedule::route_stages() const {
   const int stages = route(0).size();
   for (const StageRange& r : routes) {

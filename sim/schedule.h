@@ -80,6 +80,8 @@ struct Schedule {
   int num_devices() const { return static_cast<int>(device_ops.size()); }
   std::size_t num_ops() const;
 
+  // overlapped_pairs[device], or an empty list when the schedule has no pairs.
+  const std::vector<std::size_t>& pairs_of(int device) const;
   // The route of microbatch `mb` (0 <= mb < num_microbatches).
   StageRange route(int mb) const {
     return routes.empty() ? StageRange{0, num_stages() - 1} : routes[static_cast<std::size_t>(mb)];

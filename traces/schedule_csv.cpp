@@ -254,8 +254,7 @@ void write_schedule_csv(std::ostream& out, const sim::Schedule& schedule) {
   }
   for (std::size_t d = 0; d < schedule.device_ops.size(); ++d) {
     const auto& ops = schedule.device_ops[d];
-    const std::vector<std::size_t> none;
-    const auto& pairs = schedule.overlapped_pairs.empty() ? none : schedule.overlapped_pairs[d];
+    const auto& pairs = schedule.pairs_of(static_cast<int>(d));
     auto pair = pairs.begin();
     for (std::size_t i = 0; i < ops.size(); ++i) {
       out << (i == 0 ? "" : ",");
