@@ -120,8 +120,9 @@ RunInputs read_run_inputs(const po::variables_map& vm, const sim::Schedule* from
     in.params.pp = from_schedule(vm, "pp", "-p/--pp", devices, "ranks");
     in.params.microbatches = from_schedule(vm, "microbatches", "-m/--microbatches",
                                            from_file->num_microbatches, "microbatches");
-    in.params.chunks = from_schedule(vm, "chunks", "-v/--chunks",
-                                     from_file->route_stages() / devices, "stages per rank");
+    in.params.chunks =
+        from_schedule(vm, "chunks", "-v/--chunks", from_file->route_stages() / devices,
+                      "stages per rank on each microbatch's route");
     in.chunks_given = true;
   }
   in.json = vm["json"].as<bool>();

@@ -321,6 +321,14 @@ TEST(Cli, DualPipeScheduleFileRoundTripsThroughSimulate) {
                               "peak_activation_memory", "parameters_per_device"}) {
       EXPECT_EQ(a[field].GetDouble(), b[field].GetDouble()) << name << " " << field;
     }
+    // A dualpipe file holds 2 stages per rank, but each microbatch runs one of them: v = 1.
+    const Outcome v2 = run_cli({"simulate", "--schedule-file", path, "-v", "2"});
+    EXPECT_EQ(v2.status, std::string(name) == "dualpipe" ? 2 : 0) << v2.err;
+    if (std::string(name) == "dualpipe") {
+      EXPECT_NE(v2.err.find("the schedule file has 1 stages per rank on each microbatch's route"),
+                std::string::npos)
+          << v2.err;
+    }
   }
 }
 
