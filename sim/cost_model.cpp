@@ -1,10 +1,19 @@
 #include "sim/cost_model.h"
 
+#include <algorithm>
+#include <cmath>
 #include <string>
 
 #include "sim/error.h"
 
 namespace bubblesim::sim {
+
+TimeNs overlapped_pair_ns(TimeNs a_ns, TimeNs b_ns, double efficiency) {
+  BUBBLESIM_CHECK(efficiency >= 0 && efficiency <= 1, "overlap efficiency out of [0, 1]");
+  const TimeNs shorter = std::min(a_ns, b_ns);
+  return std::max(a_ns, b_ns) +
+         static_cast<TimeNs>(std::llround((1.0 - efficiency) * static_cast<double>(shorter)));
+}
 
 PerDeviceCostModel::PerDeviceCostModel(std::vector<DeviceCosts> devices, int chunks_per_device)
     : devices_(std::move(devices)) {
@@ -15,6 +24,8 @@ PerDeviceCostModel::PerDeviceCostModel(std::vector<DeviceCosts> devices, int chu
   for (const DeviceCosts& c : devices_) {
     BUBBLESIM_CHECK(c.f_ns >= 0 && c.b_ns >= 0 && c.w_ns >= 0 && c.comm_ns >= 0,
                     "negative duration");
+    BUBBLESIM_CHECK(c.overlap_efficiency >= 0 && c.overlap_efficiency <= 1,
+                    "overlap efficiency out of [0, 1]");
     const TimeNs f = chunk_ns(c.f_ns), b = chunk_ns(c.b_ns), w = chunk_ns(c.w_ns);
     const double m_b = c.m_b / static_cast<double>(v), m_w = c.m_w / static_cast<double>(v);
     // Indexed by OpKind: F, B, W, BW.

@@ -19,6 +19,13 @@ class CostModel {
   // Compute time of `op` on `device`, in ns, >= 0.
   virtual TimeNs duration_ns(const Op& op, int device) const = 0;
 
+  // Compute time of a forward and a backward run overlapped as one compute slot on `device`
+  // (Schedule::overlapped_pairs), in ns. This default gains nothing from the overlap: the two
+  // durations added up.
+  virtual TimeNs overlapped_ns(const Op& forward, const Op& backward, int device) const {
+    return duration_ns(forward, device) + duration_ns(backward, device);
+  }
+
   // Time from the end of an op on `src_device` until its output is usable on `dst_device`
   // (src_device != dst_device), in ns, >= 0. A transfer does not occupy either compute stream.
   virtual TimeNs transfer_ns(int src_device, int dst_device) const = 0;
@@ -28,14 +35,21 @@ class CostModel {
   virtual double activation_delta(const Op& op, int device) const = 0;
 };
 
+// The overlap model of an F&B pair: passes of `a_ns` and `b_ns` run together in
+// max(a, b) + (1 - e) min(a, b), rounded to the nanosecond: a share e of the shorter pass is
+// hidden behind the longer one. e = 0: no gain, the sum (two compute-bound passes sharing one
+// GPU); e = 1: the shorter pass is hidden entirely. Precondition: 0 <= e <= 1.
+TimeNs overlapped_pair_ns(TimeNs a_ns, TimeNs b_ns, double efficiency);
+
 // The costs of one device for one microbatch of its share of the model.
 struct DeviceCosts {
-  TimeNs f_ns = 0;     // forward
-  TimeNs b_ns = 0;     // input gradient (BW takes b_ns + w_ns)
-  TimeNs w_ns = 0;     // weight gradient
-  TimeNs comm_ns = 0;  // one hop of an activation or gradient *sent by* this device
-  double m_b = 1.0;    // activation memory F allocates (M_B)
-  double m_w = 0.5;    // memory B keeps for W (M_W)
+  TimeNs f_ns = 0;                // forward
+  TimeNs b_ns = 0;                // input gradient (BW takes b_ns + w_ns)
+  TimeNs w_ns = 0;                // weight gradient
+  TimeNs comm_ns = 0;             // one hop of an activation or gradient *sent by* this device
+  double m_b = 1.0;               // activation memory F allocates (M_B)
+  double m_w = 0.5;               // memory B keeps for W (M_W)
+  double overlap_efficiency = 0;  // e of overlapped_pair_ns for this device's F&B pairs, 0..1
 };
 
 // Costs given per device: a list with one DeviceCosts per device, or one value for all.
@@ -51,6 +65,11 @@ class PerDeviceCostModel final : public CostModel {
   // Table look-ups: these run once per op in the engine's inner loop.
   TimeNs duration_ns(const Op& op, int device) const override {
     return durations_[checked(device) * kNumOpKinds + static_cast<std::size_t>(op.kind)];
+  }
+  // overlapped_pair_ns of the two durations with the device's overlap_efficiency.
+  TimeNs overlapped_ns(const Op& forward, const Op& backward, int device) const override {
+    return overlapped_pair_ns(duration_ns(forward, device), duration_ns(backward, device),
+                              devices_[checked(device)].overlap_efficiency);
   }
   TimeNs transfer_ns(int src_device, int /*dst_device*/) const override {
     return devices_[checked(src_device)].comm_ns;

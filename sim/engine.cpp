@@ -16,7 +16,9 @@ namespace {
 // commits each op as soon as its start is known: its end, and when its outputs reach their
 // consumers, are then known too and are published at once. The timeline is the same either
 // way (the tests check it); unwatched runs just need fewer events.
-template <bool kWatched>
+// kPlain: the schedule has no routes and no overlapped pairs (all but the bidirectional
+// schedules), so the checks for them compile away from the hot path.
+template <bool kWatched, bool kPlain>
 class Run {
  public:
   Run(const Schedule& schedule, const CostModel& costs,
@@ -28,11 +30,19 @@ class Run {
         ready_ns_(slots_.size(), kNever),
         devices_(static_cast<std::size_t>(schedule.num_devices())),
         events_(devices_.size()) {
-    // The forwards of stage 0 have no input: ready from the start.
+    // The forwards of each route's first stage have no input: ready from the start.
     for (int mb = 0; mb < s_.num_microbatches; ++mb) {
-      ready_ns_[slots_(Slot::Forward, 0, mb)] = 0;
+      ready_ns_[slots_(Slot::Forward, route_of(mb).first, mb)] = 0;
+    }
+    // Each device's pairs as pointers to their forwards, then a null end marker.
+    for (std::size_t d = 0; d < devices_.size(); ++d) {
+      for (const std::size_t i : s_.pairs_of(static_cast<int>(d)))
+        pairs_.push_back(s_.device_ops[d].data() + i);
+      pairs_.push_back(nullptr);
     }
     timeline_.device_ops.resize(devices_.size());
+    const Op* const* pairs = pairs_.data();
+    next_pair_.resize(devices_.size());
     for (std::size_t d = 0; d < devices_.size(); ++d) {
       const auto& ops = s_.device_ops[d];
       auto& timings = timeline_.device_ops[d];
@@ -41,7 +51,14 @@ class Run {
       dev.first = dev.next = ops.data();
       dev.end = ops.data() + ops.size();
       dev.timings = &timings;
-      if (!ops.empty()) dev.slots = slots_of(ops.front());
+      next_pair_[d] = pairs;
+      while (*pairs != nullptr)
+        ++pairs;
+      ++pairs;
+      if (!ops.empty()) {
+        dev.slots = slots_of(ops.front());
+        dev.paired = *next_pair_[d] == dev.first;
+      }
     }
   }
 
@@ -75,12 +92,17 @@ class Run {
     Slots s;
     s.input = slots_(op);
     SlotRef out[2];
-    s.num_outputs = data_outputs(op.kind, op.stage, s_.num_stages(), out);
+    s.num_outputs = data_outputs(op.kind, op.stage, route_of(op.microbatch), out);
     for (int i = 0; i < s.num_outputs; ++i) {
       s.outputs[i] = slots_(out[i].slot, out[i].stage, op.microbatch);
       s.stages[i] = out[i].stage;
     }
     return s;
+  }
+
+  StageRange route_of(int mb) const {
+    if constexpr (kPlain) return StageRange{0, s_.num_stages() - 1};
+    return routes_ != nullptr ? routes_[mb] : StageRange{0, s_.num_stages() - 1};
   }
 
   struct Device {
@@ -89,9 +111,11 @@ class Run {
     const Op* end = nullptr;
     std::vector<OpTiming>* timings = nullptr;  // filled in order: the ops started so far
     bool busy = false;
+    bool paired = false;       // *next and next[1] are an overlapped pair: one compute slot
+    bool next_paired = false;  // the same for the step after it, once *next has started
     std::size_t waiting_for = kNoSlot;  // idle until the input in this slot is published
     Slots slots;                        // of *next, the op to start or running
-    Slots next_slots;                   // of the op after it, once *next has started
+    Slots next_slots;                   // of the op after this step, once *next has started
   };
 
   // Device d is idle at `now`: start its next op if its input is known, else wait for it.
@@ -99,6 +123,10 @@ class Run {
     Device& dev = devices_[d];
     if (dev.next == dev.end) {
       events_.set(d, kNever);
+      return;
+    }
+    if (!kPlain && dev.paired) [[unlikely]] {
+      schedule_pair(d, now);
       return;
     }
     const Op& op = *dev.next;
@@ -121,20 +149,72 @@ class Run {
     dev.busy = true;
     events_.set(d, end);
     if constexpr (kWatched) {
-      const OpEvent event{op, static_cast<int>(d), index(dev), start, end};
-      for (EngineObserver* o : observers_)
-        o->on_op_start(event);
+      report_start(dev, d, 0, start, end);
     } else {
       publish(op, dev.slots, static_cast<int>(d), end);
     }
+    prepare_next_step(dev, d, dev.next + 1);
+  }
+
+  // The same for an overlapped pair: it starts once both inputs are there, and (unwatched)
+  // both ops' outputs are published at its end.
+  void schedule_pair(std::size_t d, TimeNs now) {
+    Device& dev = devices_[d];
+    const Op* ops = dev.next;
+    const Slots second = slots_of(ops[1]);
+    const TimeNs ready_first = ready_ns_[dev.slots.input];
+    const TimeNs ready_second = ready_ns_[second.input];
+    if (ready_first == kNever || ready_second == kNever) {
+      dev.waiting_for = ready_first == kNever ? dev.slots.input : second.input;
+      events_.set(d, kNever);
+      return;
+    }
+    const TimeNs ready = std::max(ready_first, ready_second);
+    if (kWatched && ready > now) {
+      events_.set(d, ready);
+      return;
+    }
+    const TimeNs start = std::max(now, ready);
+    const TimeNs end = start + costs_.overlapped_ns(ops[0], ops[1], static_cast<int>(d));
+    dev.timings->push_back(OpTiming{start, end});
+    dev.timings->push_back(OpTiming{start, end});
+    dev.busy = true;
+    events_.set(d, end);
+    if constexpr (kWatched) {
+      report_start(dev, d, 0, start, end);
+      report_start(dev, d, 1, start, end);
+    } else {
+      publish(ops[0], dev.slots, static_cast<int>(d), end);
+      publish(ops[1], second, static_cast<int>(d), end);
+    }
+    ++next_pair_[d];
+    prepare_next_step(dev, d, ops + 2);
+  }
+
+  // The step on device d (`dev`) has started; `after` is the op that follows it.
+  void prepare_next_step(Device& dev, std::size_t d, const Op* after) {
     // Devices interleave their ops, so each device is its own stream through memory: fetch
     // what this device needs next while the other devices are handled.
-    const auto left = dev.end - dev.next;  // this op and those after it
-    if (left > 4) {
-      __builtin_prefetch(dev.next + 4);
-      __builtin_prefetch(dev.timings->data() + dev.timings->size() + 3, 1);  // op next + 4
+    const auto left = dev.end - after;  // the ops after this step
+    if (left > 3) {
+      __builtin_prefetch(after + 3);
+      __builtin_prefetch(dev.timings->data() + dev.timings->size() + 3, 1);  // op after + 3
     }
-    if (left > 1) dev.next_slots = prefetched(slots_of(dev.next[1]));
+    if (left > 0) {
+      if (!kPlain) dev.next_paired = *next_pair_[d] == after;
+      dev.next_slots = prefetched(slots_of(*after));
+    }
+  }
+
+  // The event of op k (0, or 1 for a pair's backward) of device d's current step.
+  OpEvent event_of(const Device& dev, std::size_t d, int k, TimeNs start, TimeNs end) const {
+    const std::size_t i = index(dev) + static_cast<std::size_t>(k);
+    return OpEvent{dev.next[k], static_cast<int>(d), i, start, end, dev.paired};
+  }
+  void report_start(const Device& dev, std::size_t d, int k, TimeNs start, TimeNs end) const {
+    const OpEvent event = event_of(dev, d, k, start, end);
+    for (EngineObserver* o : observers_)
+      o->on_op_start(event);
   }
 
   Slots prefetched(const Slots& s) const {
@@ -144,20 +224,24 @@ class Run {
     return s;
   }
 
-  // The running op of device d ends at `now`.
+  // The running op (or overlapped pair) of device d ends at `now`.
   void finish(std::size_t d, TimeNs now) {
     Device& dev = devices_[d];
+    const int ops = !kPlain && dev.paired ? 2 : 1;
     if constexpr (kWatched) {
-      const Op& op = *dev.next;
-      const OpEvent event{op, static_cast<int>(d), index(dev), dev.timings->back().start_ns, now};
-      for (EngineObserver* o : observers_)
-        o->on_op_end(event);
-      publish(op, dev.slots, static_cast<int>(d), now);
+      for (int k = 0; k < ops; ++k) {
+        const OpEvent event = event_of(dev, d, k, dev.timings->back().start_ns, now);
+        for (EngineObserver* o : observers_)
+          o->on_op_end(event);
+      }
+      publish(dev.next[0], dev.slots, static_cast<int>(d), now);
+      if (dev.paired) publish(dev.next[1], slots_of(dev.next[1]), static_cast<int>(d), now);
     }
-    ++dev.next;
+    dev.next += ops;
     dev.slots = dev.next_slots;
+    if (!kPlain) dev.paired = dev.next_paired;
     dev.busy = false;
-    ++finished_;
+    finished_ += static_cast<std::size_t>(ops);
   }
 
   // The outputs of `op` (in `slots`), which ends at `end_ns` on `device`, leave for their
@@ -209,6 +293,9 @@ class Run {
   const CostModel& costs_;
   const std::vector<EngineObserver*>& observers_;
   OpSlots slots_;
+  const StageRange* routes_ = s_.routes.empty() ? nullptr : s_.routes.data();
+  std::vector<const Op*> pairs_;  // per device: its overlapped pairs' forwards, then null
+  std::vector<const Op* const*> next_pair_;  // per device: its first pair not started yet
   std::vector<TimeNs> ready_ns_;  // per slot: when the op's input is there (kNever: not yet)
   std::vector<Device> devices_;
   DeviceEvents events_;
@@ -221,8 +308,13 @@ class Run {
 
 Timeline Engine::run() {
   schedule_.validate();
-  if (observers_.empty()) return Run<false>(schedule_, costs_, observers_).run();
-  return Run<true>(schedule_, costs_, observers_).run();
+  const bool plain =
+      schedule_.routes.empty() &&
+      std::all_of(schedule_.overlapped_pairs.begin(), schedule_.overlapped_pairs.end(),
+                  [](const auto& pairs) { return pairs.empty(); });
+  if (!observers_.empty()) return Run<true, false>(schedule_, costs_, observers_).run();
+  if (plain) return Run<false, true>(schedule_, costs_, observers_).run();
+  return Run<false, false>(schedule_, costs_, observers_).run();
 }
 
 }  // namespace bubblesim::sim

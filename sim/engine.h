@@ -3,8 +3,10 @@
 // What is modelled: every device runs its ops in schedule order on one compute stream. An op
 // starts when the device is free and its data input (DESIGN.md §3) has arrived; an input made
 // on another device arrives CostModel::transfer_ns after its producer ends, and the transfer
-// occupies neither compute stream (no link contention yet). Times are integer nanoseconds, so
-// a run is exact and deterministic.
+// occupies neither compute stream (no link contention yet). An overlapped pair
+// (Schedule::overlapped_pairs) is one compute slot: it starts when the device is free and both
+// inputs have arrived, lasts CostModel::overlapped_ns, and both ops end with it. Times are
+// integer nanoseconds, so a run is exact and deterministic.
 //
 // How: events (an op's end; a device waking up when the input of its next op arrives) are
 // handled in time order from a tournament tree over devices; ties go to the lower device.
@@ -26,7 +28,8 @@ struct OpTiming {
   TimeNs end_ns = 0;
 };
 
-// When each op ran: device_ops[d][i] is the timing of schedule.device_ops[d][i].
+// When each op ran: device_ops[d][i] is the timing of schedule.device_ops[d][i]. Both ops of an
+// overlapped pair have the pair's start and end.
 struct Timeline {
   std::vector<std::vector<OpTiming>> device_ops;
 };
@@ -37,6 +40,7 @@ struct OpEvent {
   std::size_t index = 0;  // position of the op in its device's order
   TimeNs start_ns = 0;
   TimeNs end_ns = 0;
+  bool overlapped = false;  // one of an overlapped pair: the two share start, end and device
 };
 
 struct TransferEvent {

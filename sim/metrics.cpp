@@ -35,6 +35,8 @@ Metrics compute_metrics(const Schedule& schedule, const Timeline& timeline,
     dm.peak_activation_memory = peaks[d];
     for (const OpTiming& t : ops)
       dm.busy_ns += t.end_ns - t.start_ns;
+    for (const std::size_t i : schedule.pairs_of(static_cast<int>(d)))
+      dm.busy_ns -= ops[i + 1].end_ns - ops[i + 1].start_ns;  // the pair counts once
     if (!ops.empty()) {
       dm.span_ns = ops.back().end_ns - ops.front().start_ns;
       first_start = std::min(first_start, ops.front().start_ns);

@@ -12,7 +12,7 @@ namespace bubblesim::sim {
 struct DeviceMetrics {
   int device = 0;
   TimeNs span_ns = 0;      // first op start to last op end on this device (0 without ops)
-  TimeNs busy_ns = 0;      // sum of its ops' durations
+  TimeNs busy_ns = 0;      // sum of its compute slots' durations (an overlapped pair once)
   double bubble_rate = 0;  // 1 - busy / span (0 without ops)
   double peak_activation_memory = 0;  // highest activation memory held, unit of the cost model
 };
@@ -28,8 +28,9 @@ struct Metrics {
 };
 
 // Peak activation memory of every device: the largest prefix sum (starting from 0) of the
-// deltas of its ops in schedule order. Ops on one device never overlap, so the order alone
-// decides the peak.
+// deltas of its ops in schedule order. Compute slots on one device never overlap, so the order
+// alone decides the peak; in an overlapped pair the forward's allocation counts before the
+// backward's release (the pair holds both while it runs).
 std::vector<double> activation_peaks(const Schedule& schedule, const CostModel& costs);
 
 // Precondition: `timeline` is the result of running `schedule` (same shape).

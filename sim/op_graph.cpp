@@ -30,26 +30,50 @@ OpGraph::OpGraph(const Schedule& schedule, const CostModel& costs) {
   schedule.validate();
   const OpSlots slots(schedule.num_stages(), schedule.num_microbatches);
   std::vector<Vertex> vertex_of(slots.size());
-  graph_ = Graph(schedule.num_ops());
+  std::size_t pairs = 0;
+  for (const auto& positions : schedule.overlapped_pairs)
+    pairs += positions.size();
+  graph_ = Graph(schedule.num_ops() - pairs);
   Vertex v = 0;
   for (int d = 0; d < schedule.num_devices(); ++d) {
     const auto& ops = schedule.device_ops[static_cast<std::size_t>(d)];
+    const auto& paired_at = schedule.pairs_of(d);
+    auto next_pair = paired_at.begin();
     device_sizes_.push_back(ops.size());
     for (std::size_t i = 0; i < ops.size(); ++i, ++v) {
-      graph_[v] = VertexData{ops[i], d, i, costs.duration_ns(ops[i], d)};
-      vertex_of[slots(ops[i])] = v;
       if (i > 0) boost::add_edge(v - 1, v, EdgeData{0}, graph_);
+      vertex_of[slots(ops[i])] = v;
+      if (next_pair == paired_at.end() || *next_pair != i) {
+        graph_[v] = VertexData{ops[i], Op{}, false, d, i, costs.duration_ns(ops[i], d)};
+        continue;
+      }
+      graph_[v] =
+          VertexData{ops[i], ops[i + 1], true, d, i, costs.overlapped_ns(ops[i], ops[i + 1], d)};
+      vertex_of[slots(ops[i + 1])] = v;
+      ++next_pair;
+      ++i;
     }
   }
-  for (v = 0; v < num_ops(); ++v) {
+  for (v = 0; v < num_vertices(); ++v) {
     const VertexData& data = graph_[v];
-    SlotRef input{};
-    if (!data_input(data.op.kind, data.op.stage, schedule.num_stages(), input)) continue;
-    const Vertex u = vertex_of[slots(input.slot, input.stage, data.op.microbatch)];
-    const int src = graph_[u].device;
-    const TimeNs delay = src == data.device ? 0 : costs.transfer_ns(src, data.device);
-    boost::add_edge(u, v, EdgeData{delay}, graph_);
+    for (const Op* op : {&data.op, data.paired ? &data.partner : nullptr}) {
+      SlotRef input{};
+      if (op == nullptr ||
+          !data_input(op->kind, op->stage, schedule.route(op->microbatch), input)) {
+        continue;
+      }
+      // An input from the vertex itself (a pair that feeds itself) is a cycle of one.
+      const Vertex u = vertex_of[slots(input.slot, input.stage, op->microbatch)];
+      const int src = graph_[u].device;
+      const TimeNs delay = src == data.device ? 0 : costs.transfer_ns(src, data.device);
+      boost::add_edge(u, v, EdgeData{delay}, graph_);
+    }
   }
+}
+
+void OpGraph::append_ops(Vertex v, std::vector<Op>& ops) const {
+  ops.push_back(graph_[v].op);
+  if (graph_[v].paired) ops.push_back(graph_[v].partner);
 }
 
 std::vector<Op> OpGraph::find_cycle() const {
@@ -65,18 +89,20 @@ std::vector<Op> OpGraph::find_cycle() const {
       throw Found{boost::source(e, g), boost::target(e, g)};
     }
   };
-  std::vector<Vertex> parent(num_ops());
+  std::vector<Vertex> parent(num_vertices());
   Visitor visitor;
   visitor.parent = &parent;
   try {
     boost::depth_first_search(graph_, boost::visitor(visitor));
   } catch (const Found& found) {
     // The back edge closes the cycle: `to` is an ancestor of `from` in the DFS tree.
-    std::vector<Op> cycle;
+    std::vector<Vertex> chain;
     for (Vertex x = found.from; x != found.to; x = parent[x])
-      cycle.push_back(graph_[x].op);
-    cycle.push_back(graph_[found.to].op);
-    std::reverse(cycle.begin(), cycle.end());
+      chain.push_back(x);
+    chain.push_back(found.to);
+    std::vector<Op> cycle;
+    for (auto x = chain.rbegin(); x != chain.rend(); ++x)
+      append_ops(*x, cycle);
     return cycle;
   }
   return {};
@@ -95,7 +121,7 @@ OpGraph::LongestPaths OpGraph::longest_paths() const {
     check_acyclic();
     throw;  // unreachable: check_acyclic found the cycle
   }
-  LongestPaths paths{std::vector<TimeNs>(num_ops(), 0), std::vector<Vertex>(num_ops())};
+  LongestPaths paths{std::vector<TimeNs>(num_vertices(), 0), std::vector<Vertex>(num_vertices())};
   for (auto it = reverse_topo.rbegin(); it != reverse_topo.rend(); ++it) {
     const Vertex v = *it;
     paths.via[v] = v;
@@ -116,10 +142,12 @@ Timeline OpGraph::earliest_times() const {
   Timeline timeline;
   for (std::size_t size : device_sizes_)
     timeline.device_ops.emplace_back(size);
-  for (Vertex v = 0; v < num_ops(); ++v) {
+  for (Vertex v = 0; v < num_vertices(); ++v) {
     const VertexData& data = graph_[v];
-    timeline.device_ops[static_cast<std::size_t>(data.device)][data.index] =
-        OpTiming{paths.start_ns[v], paths.start_ns[v] + data.duration_ns};
+    auto& timings = timeline.device_ops[static_cast<std::size_t>(data.device)];
+    const OpTiming timing{paths.start_ns[v], paths.start_ns[v] + data.duration_ns};
+    timings[data.index] = timing;
+    if (data.paired) timings[data.index + 1] = timing;
   }
   return timeline;
 }
@@ -128,19 +156,21 @@ CriticalPath OpGraph::critical_path() const {
   const LongestPaths paths = longest_paths();
   CriticalPath path;
   Vertex last = 0;
-  for (Vertex v = 0; v < num_ops(); ++v) {
+  for (Vertex v = 0; v < num_vertices(); ++v) {
     const TimeNs end = paths.start_ns[v] + graph_[v].duration_ns;
     if (end > path.length_ns) {
       path.length_ns = end;
       last = v;
     }
   }
-  if (num_ops() == 0) return path;
+  if (num_vertices() == 0) return path;
+  std::vector<Vertex> chain;
   for (Vertex v = last;; v = paths.via[v]) {
-    path.ops.push_back(graph_[v].op);
+    chain.push_back(v);
     if (paths.via[v] == v) break;
   }
-  std::reverse(path.ops.begin(), path.ops.end());
+  for (auto v = chain.rbegin(); v != chain.rend(); ++v)
+    append_ops(*v, path.ops);
   return path;
 }
 

@@ -1,10 +1,11 @@
 // OpGraph: a schedule as a dependency graph (Boost.Graph), for validation and as the oracle
 // the engine is tested against.
 //
-// Vertices are ops, weighted by their duration. Edges are data dependencies (DESIGN.md §3),
-// weighted by the transfer time when producer and consumer sit on different devices, and the
-// per-device order (weight 0). The earliest start of every op is then the longest path to it,
-// which is exactly what the engine computes by simulation.
+// Vertices are compute slots, weighted by their duration: an op, or an overlapped pair
+// (Schedule::overlapped_pairs) as one vertex with both ops' inputs and outputs. Edges are data
+// dependencies (DESIGN.md §3), weighted by the transfer time when producer and consumer sit on
+// different devices, and the per-device order (weight 0). The earliest start of every op is
+// then the longest path to it, which is exactly what the engine computes by simulation.
 #pragma once
 
 #include <boost/graph/adjacency_list.hpp>
@@ -27,7 +28,7 @@ class DeadlockError : public ScheduleError {
 
 struct CriticalPath {
   TimeNs length_ns = 0;  // latest end of any op, with every op starting as early as it can
-  std::vector<Op> ops;   // the chain that makes it so, first op to last
+  std::vector<Op> ops;   // the chain that makes it so, first op to last (both of a pair)
 };
 
 class OpGraph {
@@ -36,10 +37,12 @@ class OpGraph {
   // check_acyclic reports it. The cost model must cover every device of the schedule.
   OpGraph(const Schedule& schedule, const CostModel& costs);
 
-  std::size_t num_ops() const { return boost::num_vertices(graph_); }
+  // Compute slots: the schedule's ops, less one per overlapped pair.
+  std::size_t num_vertices() const { return boost::num_vertices(graph_); }
   std::size_t num_edges() const { return boost::num_edges(graph_); }
 
-  // The ops of one dependency cycle, or an empty list when the graph is acyclic.
+  // The ops of one dependency cycle (both ops of a pair on it), or an empty list when the
+  // graph is acyclic.
   std::vector<Op> find_cycle() const;
   // Throws DeadlockError when the graph has a cycle.
   void check_acyclic() const;
@@ -53,8 +56,10 @@ class OpGraph {
  private:
   struct VertexData {
     Op op;
+    Op partner;           // the backward of an overlapped pair whose forward is `op`
+    bool paired = false;  // whether `partner` is one
     int device = 0;
-    std::size_t index = 0;  // position in the device's order
+    std::size_t index = 0;  // position of `op` in the device's order (`partner` is next)
     TimeNs duration_ns = 0;
   };
   struct EdgeData {
@@ -69,6 +74,8 @@ class OpGraph {
     std::vector<Vertex> via;       // per vertex: the predecessor that decided its start, or itself
   };
   LongestPaths longest_paths() const;
+  // Appends the vertex's ops (one, or both of a pair) to `ops`.
+  void append_ops(Vertex v, std::vector<Op>& ops) const;
 
   Graph graph_;
   std::vector<std::size_t> device_sizes_;

@@ -26,6 +26,48 @@ void check_placement(const Schedule& s) {
                            std::to_string(s.num_devices()) + " devices");
     }
   }
+  if (s.routes.empty()) return;
+  if (s.routes.size() != static_cast<std::size_t>(s.num_microbatches)) {
+    throw PlacementError("the schedule has " + std::to_string(s.routes.size()) + " routes for " +
+                         std::to_string(s.num_microbatches) + " microbatches");
+  }
+  for (int mb = 0; mb < s.num_microbatches; ++mb) {
+    const StageRange r = s.route(mb);
+    if (r.first < 0 || r.first > r.last || r.last >= s.num_stages()) {
+      throw PlacementError("microbatch " + std::to_string(mb) + " runs stages " +
+                           std::to_string(r.first) + " to " + std::to_string(r.last) +
+                           ", but the schedule has stages 0 to " +
+                           std::to_string(s.num_stages() - 1));
+    }
+  }
+}
+
+void check_pairs(const Schedule& s) {
+  if (s.overlapped_pairs.empty()) return;
+  if (s.overlapped_pairs.size() != s.device_ops.size()) {
+    throw OverlapError("the schedule has " + std::to_string(s.overlapped_pairs.size()) +
+                       " lists of overlapped pairs for " + std::to_string(s.num_devices()) +
+                       " devices");
+  }
+  for (int d = 0; d < s.num_devices(); ++d) {
+    const auto& ops = s.device_ops[static_cast<std::size_t>(d)];
+    std::size_t free_from = 0;  // the first position no earlier pair uses
+    for (const std::size_t i : s.overlapped_pairs[static_cast<std::size_t>(d)]) {
+      if (i < free_from || i + 1 >= ops.size()) {
+        throw OverlapError("overlapped pair at " + where({d, i}) +
+                           " is out of order or past the device's last op");
+      }
+      const Op& f = ops[i];
+      const Op& b = ops[i + 1];
+      if (f.kind != OpKind::F || (b.kind != OpKind::B && b.kind != OpKind::BW)) {
+        throw OverlapError(to_string(f) + " and " + to_string(b) + " at " + where({d, i}) +
+                               " cannot run overlapped: a pair is a forward followed by a "
+                               "backward (B or BW)",
+                           {f, b});
+      }
+      free_from = i + 2;
+    }
+  }
 }
 
 }  // namespace
@@ -35,6 +77,19 @@ std::size_t Schedule::num_ops() const {
   for (const auto& ops : device_ops)
     n += ops.size();
   return n;
+}
+
+const std::vector<std::size_t>& Schedule::pairs_of(int device) const {
+  static const std::vector<std::size_t> kNone;
+  return overlapped_pairs.empty() ? kNone : overlapped_pairs[static_cast<std::size_t>(device)];
+}
+
+int Schedule::route_stages() const {
+  const int stages = route(0).size();
+  for (const StageRange& r : routes) {
+    if (r.size() != stages) return 0;
+  }
+  return stages;
 }
 
 std::vector<int> Schedule::stage_chunks() const {
@@ -70,6 +125,7 @@ void Schedule::validate() const {
   const int* placement = stage_device.data();
   const int* chunk_of = chunks.data();
   std::uint8_t* taken = seen.data();
+  const StageRange* route_of = routes.empty() ? nullptr : routes.data();
   for (int d = 0; d < num_devices(); ++d) {
     const auto& ops = device_ops[static_cast<std::size_t>(d)];
     const std::size_t count = ops.size();
@@ -97,6 +153,14 @@ void Schedule::validate() const {
                 std::to_string(chunk_of[op.stage]) + " of device " + std::to_string(d),
             {op});
       }
+      if (route_of != nullptr &&
+          (op.stage < route_of[op.microbatch].first || op.stage > route_of[op.microbatch].last)) {
+        const StageRange r = route_of[op.microbatch];
+        throw PlacementError(to_string(op) + " at " + where({d, i}) + " is off its route: mb " +
+                                 std::to_string(op.microbatch) + " runs stages " +
+                                 std::to_string(r.first) + " to " + std::to_string(r.last),
+                             {op});
+      }
       const std::size_t slot = slots(op);
       if (taken[slot] != 0) {
         Op other = op;
@@ -114,16 +178,30 @@ void Schedule::validate() const {
   }
 
   // A quick branch-free pass over the slots; the slow one below only names what is missing.
+  // Off-route slots are empty (checked above): without routes there are none.
   bool complete = true;
   constexpr std::uint8_t kB = static_cast<int>(OpKind::B) + 1;
-  for (std::size_t i = 0; i + kNumSlots <= seen.size(); i += kNumSlots) {
+  auto slot_complete = [&](std::size_t i) {
     const std::uint8_t back = taken[i + 1];
-    complete &= taken[i] != 0 && back != 0 && ((back == kB) == (taken[i + 2] != 0));
+    return taken[i] != 0 && back != 0 && ((back == kB) == (taken[i + 2] != 0));
+  };
+  if (route_of == nullptr) {
+    for (std::size_t i = 0; i + kNumSlots <= seen.size(); i += kNumSlots)
+      complete &= slot_complete(i);
+  } else {
+    for (int mb = 0; mb < num_microbatches; ++mb) {
+      for (int stage = route_of[mb].first; stage <= route_of[mb].last; ++stage)
+        complete &= slot_complete(slots(Slot::Forward, stage, mb));
+    }
   }
-  if (complete) return;
+  if (complete) {
+    check_pairs(*this);
+    return;
+  }
 
   for (int stage = 0; stage < num_stages(); ++stage) {
     for (int mb = 0; mb < num_microbatches; ++mb) {
+      if (stage < route(mb).first || stage > route(mb).last) continue;
       auto op_of = [&](OpKind kind) {
         return Op{kind, stage, chunks[static_cast<std::size_t>(stage)], mb};
       };
@@ -152,6 +230,7 @@ void Schedule::validate() const {
       }
     }
   }
+  BUBBLESIM_CHECK(false, "the quick completeness check failed but no op is missing");
 }
 
 }  // namespace bubblesim::sim

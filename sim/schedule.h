@@ -1,4 +1,5 @@
-// Schedule: what every device runs, in which order, and where every stage lives.
+// Schedule: what every device runs, in which order, where every stage lives, and which stages
+// each microbatch runs.
 #pragma once
 
 #include <cstddef>
@@ -33,10 +34,26 @@ class DuplicateOpError : public ScheduleError {
   using ScheduleError::ScheduleError;
 };
 // A device runs an op of a stage placed on another device (a stage on two devices), an op's
-// chunk disagrees with the placement, or an op names a stage or microbatch out of range.
+// chunk disagrees with the placement, an op names a stage or microbatch out of range or a
+// stage outside its microbatch's route, or a route is out of range.
 class PlacementError : public ScheduleError {
  public:
   using ScheduleError::ScheduleError;
+};
+// An overlapped pair that is not a forward followed by a backward (B or BW) of the same device,
+// or pair positions out of order or range.
+class OverlapError : public ScheduleError {
+ public:
+  using ScheduleError::ScheduleError;
+};
+
+// The stages a microbatch runs, `first` to `last` (inclusive): its forward enters at `first`
+// and runs up to `last`, its backward runs from `last` back down to `first`.
+struct StageRange {
+  int first = 0;
+  int last = 0;
+  int size() const { return last - first + 1; }
+  friend bool operator==(const StageRange&, const StageRange&) = default;
 };
 
 struct Schedule {
@@ -45,17 +62,41 @@ struct Schedule {
   std::vector<int> stage_device;
   // device_ops[d]: the ops device d runs, in order, on its compute stream.
   std::vector<std::vector<Op>> device_ops;
+  // Routes: routes[k] is the range of stages microbatch k runs. Empty (every schedule but the
+  // bidirectional ones): every microbatch runs every stage, 0 to num_stages() - 1. Otherwise
+  // one entry per microbatch. DualPipe's two directions are two routes over 2p stages: the
+  // first half of the microbatches runs stages 0..p-1, the second half the mirrored copy
+  // p..2p-1 (sim/schedules/dual_pipe.h).
+  std::vector<StageRange> routes;
+  // Overlapped pairs: empty, or one list per device. overlapped_pairs[d] holds, in increasing
+  // order, the positions i in device_ops[d] where op i (a forward) and op i+1 (a backward, B or
+  // BW) run overlapped as ONE compute slot, as DeepSeek's DualPipe does to hide its all-to-all
+  // traffic: the slot starts when the device is free and the inputs of both ops have arrived,
+  // lasts CostModel::overlapped_ns, and both ops' outputs leave when it ends. Pairs do not
+  // share ops (each position is at least 2 past the one before).
+  std::vector<std::vector<std::size_t>> overlapped_pairs;
 
   int num_stages() const { return static_cast<int>(stage_device.size()); }
   int num_devices() const { return static_cast<int>(device_ops.size()); }
   std::size_t num_ops() const;
 
+  // overlapped_pairs[device], or an empty list when the schedule has no pairs.
+  const std::vector<std::size_t>& pairs_of(int device) const;
+  // The route of microbatch `mb` (0 <= mb < num_microbatches).
+  StageRange route(int mb) const {
+    return routes.empty() ? StageRange{0, num_stages() - 1} : routes[static_cast<std::size_t>(mb)];
+  }
+  // Stages one microbatch runs when every route has the same length (always without routes);
+  // 0 when routes differ in length. num_stages() / route_stages() is how many copies of the
+  // model the schedule holds (2 for DualPipe).
+  int route_stages() const;
+
   // Chunk index of every stage: its rank among the stages of its device, by stage number.
   std::vector<int> stage_chunks() const;
 
-  // Throws PlacementError, DuplicateOpError or MissingOpError (in that order of checking) for
-  // the first problem found, naming the op and where it is. Does not look for deadlocks:
-  // OpGraph::check_acyclic and the engine do.
+  // Throws PlacementError, DuplicateOpError, MissingOpError or OverlapError (in that order of
+  // checking) for the first problem found, naming the op and where it is. Does not look for
+  // deadlocks: OpGraph::check_acyclic and the engine do.
   void validate() const;
 };
 
@@ -90,25 +131,27 @@ class OpSlots {
   std::size_t size_;
 };
 
-// Data dependencies (DESIGN.md §3). Every op has at most one data input, on the same
-// microbatch: F(s) <- F(s-1); the backward of s (B or BW) <- the backward of s+1, or F(s) on the
-// last stage; W(s) <- B(s). `data_outputs` is the same relation seen from the producer.
+// Data dependencies (DESIGN.md §3), along the microbatch's route. Every op has at most one
+// data input, on the same microbatch: F(s) <- F(s-1); the backward of s (B or BW) <- the
+// backward of s+1, or F(s) on the route's last stage; W(s) <- B(s). `data_outputs` is the same
+// relation seen from the producer.
 struct SlotRef {
   Slot slot;
   int stage;
 };
-// data_input returns false when the op has no data input (F of stage 0).
+// data_input returns false when the op has no data input (F of the route's first stage).
 // data_outputs writes the consumers of an op into out[0..n) and returns n (at most 2).
-inline bool data_input(OpKind kind, int stage, int num_stages, SlotRef& input) {
+// Precondition: route.first <= stage <= route.last.
+inline bool data_input(OpKind kind, int stage, StageRange route, SlotRef& input) {
   switch (kind) {
     case OpKind::F:
-      if (stage == 0) return false;
+      if (stage == route.first) return false;
       input = {Slot::Forward, stage - 1};
       return true;
     case OpKind::B:
     case OpKind::BW:
-      input = stage + 1 < num_stages ? SlotRef{Slot::Backward, stage + 1}
-                                     : SlotRef{Slot::Forward, stage};
+      input =
+          stage < route.last ? SlotRef{Slot::Backward, stage + 1} : SlotRef{Slot::Forward, stage};
       return true;
     case OpKind::W:
       input = {Slot::Backward, stage};
@@ -117,19 +160,19 @@ inline bool data_input(OpKind kind, int stage, int num_stages, SlotRef& input) {
   return false;
 }
 
-inline int data_outputs(OpKind kind, int stage, int num_stages, SlotRef out[2]) {
+inline int data_outputs(OpKind kind, int stage, StageRange route, SlotRef out[2]) {
   switch (kind) {
     case OpKind::F:
-      out[0] = stage + 1 < num_stages ? SlotRef{Slot::Forward, stage + 1}
-                                      : SlotRef{Slot::Backward, stage};
+      out[0] =
+          stage < route.last ? SlotRef{Slot::Forward, stage + 1} : SlotRef{Slot::Backward, stage};
       return 1;
     case OpKind::B:
       out[0] = {Slot::Weight, stage};
-      if (stage == 0) return 1;
+      if (stage == route.first) return 1;
       out[1] = {Slot::Backward, stage - 1};
       return 2;
     case OpKind::BW:
-      if (stage == 0) return 0;
+      if (stage == route.first) return 0;
       out[0] = {Slot::Backward, stage - 1};
       return 1;
     case OpKind::W:

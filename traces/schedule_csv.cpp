@@ -1,5 +1,6 @@
 #include "traces/schedule_csv.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cstdio>
 #include <fstream>
@@ -43,9 +44,6 @@ Op parse_action(const std::string& token, const std::string& name, const Cell& c
   auto fail = [&](const std::string& why) -> Op {
     throw ScheduleFileError(at(name, cell) + ": '" + token + "' " + why);
   };
-  if (!token.empty() && token.front() == '(') {
-    return fail("is an overlapped F&B pair, which bubblesim cannot read yet");
-  }
   std::size_t pos = 0;
   int stage = 0;
   if (!read_number(token, pos, stage)) {
@@ -80,6 +78,35 @@ Op parse_action(const std::string& token, const std::string& name, const Cell& c
   return Op{kind->second, stage, 0, microbatch};
 }
 
+constexpr std::string_view kPairSuffix = ")OVERLAP_F_B";
+
+// "(0F7;7B3)OVERLAP_F_B": a forward and a backward (I or B) run overlapped as one slot.
+std::pair<Op, Op> parse_pair(const std::string& token, const std::string& name, const Cell& cell) {
+  auto fail = [&](const std::string& why) {
+    throw ScheduleFileError(at(name, cell) + ": '" + token + "' " + why);
+  };
+  const std::size_t semicolon = token.find(';');
+  const std::size_t close = token.find(')');
+  if (semicolon == std::string::npos || close == std::string::npos || semicolon > close ||
+      token.compare(close, std::string::npos, kPairSuffix) != 0) {
+    fail("is not an overlapped pair (expected (<F action>;<I or B action>)OVERLAP_F_B)");
+  }
+  const Op f = parse_action(token.substr(1, semicolon - 1), name, cell);
+  const Op b = parse_action(token.substr(semicolon + 1, close - semicolon - 1), name, cell);
+  if (f.kind != OpKind::F || (b.kind != OpKind::B && b.kind != OpKind::BW)) {
+    fail("is not a forward overlapped with a backward (expected (<F action>;<I or B action>))");
+  }
+  return {f, b};
+}
+
+// Whether every route is one half of the stages: the two directions of a bidirectional
+// schedule (stages 0..S/2-1 and S/2..S-1), the only routes a file can express.
+bool halves(const std::vector<sim::StageRange>& routes, int stages) {
+  const sim::StageRange low{0, stages / 2 - 1}, high{stages / 2, stages - 1};
+  return stages % 2 == 0 && std::all_of(routes.begin(), routes.end(),
+                                        [&](sim::StageRange r) { return r == low || r == high; });
+}
+
 std::string trimmed(const std::string& s) {
   const std::size_t first = s.find_first_not_of(" \t\r");
   if (first == std::string::npos) return "";
@@ -92,6 +119,15 @@ std::string token_of(const Op& op) {
          std::to_string(op.microbatch);
 }
 
+std::string pair_token(const Op& forward, const Op& backward) {
+  std::string token = "(";  // appended piece by piece: GCC 12 misreads "(" + ... (-Wrestrict)
+  token += token_of(forward);
+  token += ';';
+  token += token_of(backward);
+  token += kPairSuffix;
+  return token;
+}
+
 }  // namespace
 
 sim::Schedule parse_schedule_csv(std::istream& in, const std::string& name) {
@@ -100,29 +136,45 @@ sim::Schedule parse_schedule_csv(std::istream& in, const std::string& name) {
   auto key = [](const Op& op) {
     return std::make_pair(op.stage, op.microbatch * sim::kNumOpKinds + static_cast<int>(op.kind));
   };
-  std::map<int, Cell> stage_home;  // stage -> first cell that runs it
+  std::map<int, Cell> stage_home;                    // stage -> first cell that runs it
+  std::map<int, sim::StageRange> microbatch_stages;  // mb -> lowest and highest stage it runs
   int max_stage = -1, max_mb = -1;
   std::string line;
   for (int row = 1; std::getline(in, line); ++row) {
     auto& ops = schedule.device_ops.emplace_back();
+    auto& pairs = schedule.overlapped_pairs.emplace_back();
     std::stringstream cells_of_row(line);
     std::string text;
     for (int column = 1; std::getline(cells_of_row, text, ','); ++column) {
       const std::string token = trimmed(text);
       if (token.empty()) continue;  // an idle step
       const Cell cell{row, column};
-      const Op op = parse_action(token, name, cell);
-      const auto [home, fresh] = stage_home.emplace(op.stage, cell);
-      if (!fresh && home->second.row != row) {
-        throw ScheduleFileError(at(name, cell) + ": stage " + std::to_string(op.stage) +
-                                " is on two ranks: row " + std::to_string(home->second.row) +
-                                " (column " + std::to_string(home->second.column) +
-                                ") runs it too");
+      std::vector<Op> in_cell;
+      if (token.front() == '(') {
+        const auto [f, b] = parse_pair(token, name, cell);
+        pairs.push_back(ops.size());
+        in_cell = {f, b};
+      } else {
+        in_cell = {parse_action(token, name, cell)};
       }
-      max_stage = std::max(max_stage, op.stage);
-      max_mb = std::max(max_mb, op.microbatch);
-      cells[key(op)].push_back(cell);
-      ops.push_back(op);
+      for (const Op& op : in_cell) {
+        const auto [home, fresh] = stage_home.emplace(op.stage, cell);
+        if (!fresh && home->second.row != row) {
+          throw ScheduleFileError(at(name, cell) + ": stage " + std::to_string(op.stage) +
+                                  " is on two ranks: row " + std::to_string(home->second.row) +
+                                  " (column " + std::to_string(home->second.column) +
+                                  ") runs it too");
+        }
+        max_stage = std::max(max_stage, op.stage);
+        max_mb = std::max(max_mb, op.microbatch);
+        sim::StageRange& range =
+            microbatch_stages.try_emplace(op.microbatch, sim::StageRange{op.stage, op.stage})
+                .first->second;
+        range.first = std::min(range.first, op.stage);
+        range.last = std::max(range.last, op.stage);
+        cells[key(op)].push_back(cell);
+        ops.push_back(op);
+      }
     }
   }
   if (max_stage < 0) throw ScheduleFileError(name + ": the schedule has no actions");
@@ -134,18 +186,31 @@ sim::Schedule parse_schedule_csv(std::istream& in, const std::string& name) {
     }
     schedule.stage_device.push_back(stage_home[s].row - 1);
   }
-  // Every (stage, microbatch) needs an F and a backward: refuse before allocating per-slot
-  // arrays for numbers the file cannot back up.
+  // Two directions (DualPipe): when every microbatch runs exactly one half of the stages, those
+  // halves are its route. Otherwise every microbatch runs every stage.
+  const int stages = max_stage + 1;
+  if (microbatch_stages.size() == static_cast<std::size_t>(max_mb) + 1) {
+    std::vector<sim::StageRange> routes;
+    for (const auto& [mb, range] : microbatch_stages)
+      routes.push_back(range);
+    if (halves(routes, stages)) schedule.routes = std::move(routes);
+  }
+  // Every (stage, microbatch) of a route needs an F and a backward: refuse before allocating
+  // per-slot arrays for numbers the file cannot back up.
   std::size_t actions = 0;
   for (const auto& ops : schedule.device_ops)
     actions += ops.size();
-  const auto needed =
-      2 * static_cast<std::size_t>(max_stage + 1) * static_cast<std::size_t>(max_mb + 1);
+  const auto needed = static_cast<std::size_t>(schedule.routes.empty() ? 2 : 1) *
+                      static_cast<std::size_t>(stages) * static_cast<std::size_t>(max_mb + 1);
   if (needed > actions) {
     throw ScheduleFileError(name + ": stages 0 to " + std::to_string(max_stage) +
                             " and microbatches 0 to " + std::to_string(max_mb) + " need at least " +
                             std::to_string(needed) + " actions, the file has " +
                             std::to_string(actions));
+  }
+  if (std::all_of(schedule.overlapped_pairs.begin(), schedule.overlapped_pairs.end(),
+                  [](const auto& pairs) { return pairs.empty(); })) {
+    schedule.overlapped_pairs.clear();
   }
   schedule.num_microbatches = max_mb + 1;
   const std::vector<int> chunks = schedule.stage_chunks();
@@ -182,18 +247,36 @@ sim::Schedule read_schedule_csv(const std::string& path) {
 }
 
 void write_schedule_csv(std::ostream& out, const sim::Schedule& schedule) {
-  for (const auto& ops : schedule.device_ops) {
-    for (std::size_t i = 0; i < ops.size(); ++i)
-      out << (i == 0 ? "" : ",") << token_of(ops[i]);
+  if (!schedule.routes.empty() && !halves(schedule.routes, schedule.num_stages())) {
+    throw Error(
+        "the schedule's routes cannot be written to a schedule file: a file can only say that "
+        "each microbatch runs all stages or one half of them");
+  }
+  for (std::size_t d = 0; d < schedule.device_ops.size(); ++d) {
+    const auto& ops = schedule.device_ops[d];
+    const auto& pairs = schedule.pairs_of(static_cast<int>(d));
+    auto pair = pairs.begin();
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+      out << (i == 0 ? "" : ",");
+      if (pair != pairs.end() && *pair == i) {
+        out << pair_token(ops[i], ops[i + 1]);
+        ++pair;
+        ++i;
+      } else {
+        out << token_of(ops[i]);
+      }
+    }
     out << '\n';
   }
 }
 
 void save_schedule_csv(const std::string& path, const sim::Schedule& schedule) {
+  std::ostringstream text;
+  write_schedule_csv(text, schedule);  // may refuse the schedule: before creating any file
   const std::string temporary = path + ".tmp";
   {
     std::ofstream out(temporary, std::ios::trunc);
-    write_schedule_csv(out, schedule);
+    out << text.str();
     out.flush();
     if (!out) {
       std::remove(temporary.c_str());

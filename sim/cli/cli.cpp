@@ -11,6 +11,7 @@
 #include "sim/cli/output.h"
 #include "sim/cost_model.h"
 #include "sim/exact/zb_ilp.h"
+#include "sim/schedules/dual_pipe.h"
 #include "sim/schedules/handcrafted.h"
 #include "sim/schedules/interleaved.h"
 #include "sim/schedules/v_shape.h"
@@ -50,6 +51,7 @@ sim::ScheduleRegistry make_registry() {
   sim::add_zb_auto_schedules(registry);
   sim::add_interleaved_schedules(registry);
   sim::add_v_shape_schedules(registry);
+  sim::add_dual_pipe_schedules(registry);
   return registry;
 }
 
@@ -110,7 +112,8 @@ RunSummary run_schedule(std::string name, sim::Schedule& schedule,
       exact = improve_exactly(schedule, *generator, params, *exact_time_limit_s);
     params.costs = nullptr;  // the summary outlives `costs`
   }
-  return RunSummary{std::move(name), params, sim::simulate(schedule, costs).metrics, exact};
+  return RunSummary{std::move(name), params, sim::simulate(schedule, costs).metrics,
+                    static_cast<double>(schedule.num_stages()) / schedule.route_stages(), exact};
 }
 
 // "all" or a comma-separated list of registered names.

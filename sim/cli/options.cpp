@@ -1,5 +1,7 @@
 #include "sim/cli/options.h"
 
+#include <fmt/format.h>
+
 #include <charconv>
 #include <cmath>
 #include <limits>
@@ -54,6 +56,9 @@ void add_run_options(po::options_description& desc) {
     ("mem-limit", po::value<double>()->default_value(0, "p*M_B"),
      "activation-memory limit per device for the schedules built under a limit (zb-auto, zb-v, "
      "v-half, v-min), unit of --m-b; inf for none")
+    ("overlap-efficiency", po::value<double>()->default_value(0, "0"),
+     "e in [0, 1]: an overlapped F&B pair (dualpipe, dualpipe-v) takes max(F, B) + (1 - e) "
+     "min(F, B); 0: no gain, 1: the shorter pass hidden entirely")
     ("json", po::bool_switch(), "print the summary as JSON instead of a table");
   // clang-format on
 }
@@ -105,8 +110,10 @@ RunInputs read_run_inputs(const po::variables_map& vm, const sim::Schedule* from
   in.params.chunks = vm["chunks"].as<int>();
   in.chunks_given = !vm["chunks"].defaulted();
   if (from_file != nullptr) {
+    // A chunk pass costs 1/v of a device's share of one microbatch's work: v is the stages a
+    // microbatch runs per device (stages per device, or half of them with two directions).
     const int devices = from_file->num_devices();
-    if (from_file->num_stages() % devices != 0) {
+    if (from_file->num_stages() % devices != 0 || from_file->route_stages() % devices != 0) {
       throw InvalidArgument("the schedule file's " + std::to_string(from_file->num_stages()) +
                             " stages are not spread evenly over its " + std::to_string(devices) +
                             " ranks, so --f/--b/--w cannot be split into chunks");
@@ -114,8 +121,9 @@ RunInputs read_run_inputs(const po::variables_map& vm, const sim::Schedule* from
     in.params.pp = from_schedule(vm, "pp", "-p/--pp", devices, "ranks");
     in.params.microbatches = from_schedule(vm, "microbatches", "-m/--microbatches",
                                            from_file->num_microbatches, "microbatches");
-    in.params.chunks = from_schedule(vm, "chunks", "-v/--chunks", from_file->num_stages() / devices,
-                                     "stages per rank");
+    in.params.chunks =
+        from_schedule(vm, "chunks", "-v/--chunks", from_file->route_stages() / devices,
+                      "stages per rank on each microbatch's route");
     in.chunks_given = true;
   }
   in.json = vm["json"].as<bool>();
@@ -137,13 +145,18 @@ RunInputs read_run_inputs(const po::variables_map& vm, const sim::Schedule* from
     throw InvalidArgument("option --mem-limit: expected a number >= 0 or inf, got " +
                           std::to_string(in.mem_limit));
   }
+  const double overlap = vm["overlap-efficiency"].as<double>();
+  if (!(overlap >= 0 && overlap <= 1)) {
+    throw InvalidArgument(
+        fmt::format("option --overlap-efficiency: expected a number from 0 to 1, got {}", overlap));
+  }
 
   // The iteration cannot outlast all ops and transfers in a row: p m (T_F + T_B + T_W) plus
   // at most 2 p v m hops, with v <= 1024. Keep that far from the int64 clock's limit.
   long double worst = 0;
   for (int d = 0; d < p; ++d) {
     const auto i = static_cast<std::size_t>(d);
-    in.device_costs.push_back(sim::DeviceCosts{f[i], b[i], w[i], comm[i], m_b, m_w});
+    in.device_costs.push_back(sim::DeviceCosts{f[i], b[i], w[i], comm[i], m_b, m_w, overlap});
     worst = std::max(worst, static_cast<long double>(f[i] + b[i] + w[i]) + 2048.0L * comm[i]);
   }
   if (worst * p * in.params.microbatches >

@@ -33,11 +33,13 @@ struct DefaultExample {
   static constexpr const char* kComm = "0.601";
 };
 
-// Adds -p, -m, -v, --f, --b, --w, --comm, --m-b, --m-w and --json to `desc`.
+// Adds -p, -m, -v, --f, --b, --w, --comm, --m-b, --m-w, --mem-limit, --overlap-efficiency and
+// --json to `desc`.
 void add_run_options(boost::program_options::options_description& desc);
 
 // Reads and checks the options added by add_run_options. With `from_file`, p, m and v are the
-// file's (devices, microbatches, stages per device); -p/-m/-v given must agree with them.
+// file's (devices, microbatches, and the stages a microbatch runs per device: stages per device,
+// or half of them in a bidirectional schedule); -p/-m/-v given must agree with them.
 RunInputs read_run_inputs(const boost::program_options::variables_map& vm,
                           const sim::Schedule* from_file = nullptr);
 

@@ -44,6 +44,7 @@ void write_object(Writer& w, const RunSummary& run) {
   w.StartObject();
   put_run_head(w, run);
   put_summary(w, m);
+  put(w, "parameters_per_device", run.parameters_per_device);
   if (run.exact) {
     const ExactSummary& e = *run.exact;
     w.Key("exact");
@@ -120,10 +121,11 @@ void write_json(std::ostream& out, const std::vector<RunSummary>& runs) {
 
 std::string describe_inputs(const RunInputs& in) {
   const auto& c = in.device_costs;
-  return fmt::format("p={} m={} | F {} B {} W {} comm {} ms | M_B {} M_W {}{}", in.params.pp,
-                     in.params.microbatches, ms_list(c, &sim::DeviceCosts::f_ns),
+  return fmt::format("p={} m={} | F {} B {} W {} comm {} ms | M_B {} M_W {} | F&B overlap {}{}",
+                     in.params.pp, in.params.microbatches, ms_list(c, &sim::DeviceCosts::f_ns),
                      ms_list(c, &sim::DeviceCosts::b_ns), ms_list(c, &sim::DeviceCosts::w_ns),
                      ms_list(c, &sim::DeviceCosts::comm_ns), c.front().m_b, c.front().m_w,
+                     c.front().overlap_efficiency,
                      in.default_example
                          ? "\n(default example: the zero-bubble paper's 1.5B model as profiled "
                            "in its Tables 5 and 9)"
@@ -137,6 +139,8 @@ void write_simulate_table(std::ostream& out, const RunInputs& in, const RunSumma
   fmt::print(out, "max device span    {:>12.3f} ms\n", sim::ns_to_ms(m.max_device_span_ns));
   fmt::print(out, "bubble rate        {:>12.4f}\n", m.bubble_rate);
   fmt::print(out, "peak act. memory   {:>12.3f}\n", m.peak_activation_memory);
+  fmt::print(out, "parameters/device  {:>12}  (1F1B on the same devices = 1x)\n",
+             fmt::format("{}x", run.parameters_per_device));
   if (run.exact) {
     const ExactSummary& e = *run.exact;
     if (e.proven_optimal) {
@@ -210,22 +214,27 @@ void write_compare_table(std::ostream& out, const RunInputs& in,
   const double best_memory = best(memory);
   auto mark = [](bool is_best) { return is_best ? " *" : "  "; };
 
+  std::size_t width = 12;
+  for (const RunSummary& r : runs)
+    width = std::max(width, label(r).size());
+
   fmt::print(out, "{}\n\n", describe_inputs(in));
-  fmt::print(out, "{:<12}  {:>16}  {:>16}  {:>13}  {:>17}\n", "schedule", "iteration ms",
-             "max span ms", "bubble rate", "peak act. mem");
+  fmt::print(out, "{:<{}}  {:>16}  {:>16}  {:>13}  {:>17}  {:>6}\n", "schedule", width,
+             "iteration ms", "max span ms", "bubble rate", "peak act. mem", "params");
   for (const RunSummary& r : runs) {
-    std::string line =
-        fmt::format("{:<12}  {:>14.3f}{}  {:>14.3f}{}  {:>11.4f}{}  {:>15.3f}{}", label(r),
-                    sim::ns_to_ms(iteration(r)), mark(iteration(r) == best_iteration),
-                    sim::ns_to_ms(span(r)), mark(span(r) == best_span), bubble(r),
-                    mark(bubble(r) == best_bubble), memory(r), mark(memory(r) == best_memory));
+    std::string line = fmt::format(
+        "{:<{}}  {:>14.3f}{}  {:>14.3f}{}  {:>11.4f}{}  {:>15.3f}{}  {:>6}", label(r), width,
+        sim::ns_to_ms(iteration(r)), mark(iteration(r) == best_iteration), sim::ns_to_ms(span(r)),
+        mark(span(r) == best_span), bubble(r), mark(bubble(r) == best_bubble), memory(r),
+        mark(memory(r) == best_memory), fmt::format("{}x", r.parameters_per_device));
     line.erase(line.find_last_not_of(' ') + 1);
     out << line << '\n';
   }
   fmt::print(out,
              "\n* best in its column (lowest). iteration: first op start to last op end; max "
              "span: the longest\ndevice span (first op to last op on one device); bubble rate: "
-             "1 - busy / (devices x max span).\n");
+             "1 - busy / (devices x max span);\nparams: model parameters per device, 1F1B's "
+             "on the same devices = 1x.\n");
 }
 
 }  // namespace bubblesim::cli

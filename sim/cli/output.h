@@ -26,6 +26,9 @@ struct RunSummary {
   std::string schedule;
   sim::ScheduleParams params;
   sim::Metrics metrics;
+  // Model parameters each device holds, as a multiple of 1F1B's on the same devices: the copies
+  // of the model the schedule keeps, Schedule::num_stages() / route_stages() (2 for dualpipe).
+  double parameters_per_device = 1;
   std::optional<ExactSummary> exact;  // with --exact
 };
 
@@ -35,12 +38,13 @@ struct SweepPoint {
   RunSummary run;
 };
 
-// One JSON object (DESIGN.md §4) for a run.
+// One JSON object (DESIGN.md §4) for a run, with `parameters_per_device` added.
 void write_json(std::ostream& out, const RunSummary& run);
 // A JSON array of such objects.
 void write_json(std::ostream& out, const std::vector<RunSummary>& runs);
 
-// The inputs in one line: "p=8 m=24 v=1 | F 18.522 B 18.086 W 9.337 comm 0.601 ms | ...".
+// The inputs in one line: "p=8 m=24 | F 18.522 B 18.086 W 9.337 comm 0.601 ms | M_B 1 M_W 0.5 |
+// F&B overlap 0", and a second line for the default example.
 std::string describe_inputs(const RunInputs& in);
 
 // One schedule: summary and a per-device table.

@@ -10,6 +10,7 @@
 
 #include "sim/cost_model.h"
 #include "sim/engine.h"
+#include "sim/schedules/dual_pipe.h"
 #include "sim/schedules/handcrafted.h"
 #include "sim/schedules/v_shape.h"
 #include "sim/schedules/zb_auto.h"
@@ -57,6 +58,7 @@ const ScheduleRegistry& registry() {
     bubblesim::sim::add_handcrafted_schedules(reg);
     bubblesim::sim::add_v_shape_schedules(reg);
     bubblesim::sim::add_zb_auto_schedules(reg);
+    bubblesim::sim::add_dual_pipe_schedules(reg);
     return reg;
   }();
   return r;
@@ -154,6 +156,10 @@ BENCHMARK_CAPTURE(BM_Simulate, 1f1b, "1f1b")
 BENCHMARK_CAPTURE(BM_Simulate, zb_h1, "zb-h1")
     ->Args({64, 4096})
     ->Args({8, 64})
+    ->Unit(benchmark::kMillisecond);
+// The engine's general path: routes and overlapped pairs.
+BENCHMARK_CAPTURE(BM_Simulate, dualpipe, "dualpipe")
+    ->Args({64, 4096})
     ->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_BytesPerOp, 1f1b, "1f1b")
     ->Args({64, 4096})

@@ -38,14 +38,23 @@ TimeNs makespan(const Timeline& t) {
 }
 
 // A random schedule that cannot deadlock: ops are appended in an order where every op comes
-// after its data input, to random devices' lists given a random placement.
-Schedule random_schedule(std::mt19937& rng, int devices, int stages, int microbatches) {
+// after its data input, to random devices' lists given a random placement. With `routed`, each
+// microbatch runs a random range of the stages.
+Schedule random_schedule(std::mt19937& rng, int devices, int stages, int microbatches,
+                         bool routed = false) {
   Schedule s;
   s.num_microbatches = microbatches;
   s.device_ops.resize(static_cast<std::size_t>(devices));
   std::uniform_int_distribution<int> any_device(0, devices - 1);
   for (int st = 0; st < stages; ++st)
     s.stage_device.push_back(any_device(rng));
+  if (routed) {
+    std::uniform_int_distribution<int> any_stage(0, stages - 1);
+    for (int mb = 0; mb < microbatches; ++mb) {
+      const int a = any_stage(rng), b = any_stage(rng);
+      s.routes.push_back(StageRange{std::min(a, b), std::max(a, b)});
+    }
+  }
   const std::vector<int> chunks = s.stage_chunks();
   std::bernoulli_distribution coin(0.5);
   std::vector<bool> split(static_cast<std::size_t>(stages * microbatches));
@@ -62,7 +71,7 @@ Schedule random_schedule(std::mt19937& rng, int devices, int stages, int microba
   };
   std::vector<Op> ready;
   for (int mb = 0; mb < microbatches; ++mb)
-    ready.push_back(make(Slot::Forward, 0, mb));
+    ready.push_back(make(Slot::Forward, s.route(mb).first, mb));
   while (!ready.empty()) {
     std::uniform_int_distribution<std::size_t> pick(0, ready.size() - 1);
     const std::size_t i = pick(rng);
@@ -71,18 +80,34 @@ Schedule random_schedule(std::mt19937& rng, int devices, int stages, int microba
     s.device_ops[static_cast<std::size_t>(s.stage_device[static_cast<std::size_t>(op.stage)])]
         .push_back(op);
     SlotRef out[2];
-    const int n = data_outputs(op.kind, op.stage, stages, out);
+    const int n = data_outputs(op.kind, op.stage, s.route(op.microbatch), out);
     for (int k = 0; k < n; ++k)
       ready.push_back(make(out[k].slot, out[k].stage, op.microbatch));
   }
   return s;
 }
 
+// Marks about a third of the adjacent (F, backward) ops of each device as overlapped pairs.
+// Pairs can make a valid order deadlock (the pair waits for an input that depends on itself).
+void add_random_pairs(std::mt19937& rng, Schedule& s) {
+  std::bernoulli_distribution coin(0.35);
+  s.overlapped_pairs.resize(s.device_ops.size());
+  for (std::size_t d = 0; d < s.device_ops.size(); ++d) {
+    const auto& ops = s.device_ops[d];
+    for (std::size_t i = 0; i + 1 < ops.size(); ++i) {
+      if (ops[i].kind == OpKind::F && slot_of(ops[i + 1].kind) == Slot::Backward && coin(rng)) {
+        s.overlapped_pairs[d].push_back(i++);
+      }
+    }
+  }
+}
+
 PerDeviceCostModel random_costs(std::mt19937& rng, int devices) {
   std::uniform_int_distribution<TimeNs> t(0, 5000);
+  std::uniform_real_distribution<double> e(0, 1);
   std::vector<DeviceCosts> costs;
   for (int d = 0; d < devices; ++d)
-    costs.push_back({t(rng), t(rng), t(rng), t(rng) / 4, 1.0, 0.5});
+    costs.push_back({t(rng), t(rng), t(rng), t(rng) / 4, 1.0, 0.5, e(rng)});
   return PerDeviceCostModel(costs);
 }
 
@@ -130,6 +155,100 @@ TEST(Engine, MatchesLongestPathOnRandomValidSchedules) {
   }
 }
 
+TEST(Engine, MatchesLongestPathWithRoutesAndOverlappedPairs) {
+  std::mt19937 rng(20250301);
+  int acyclic = 0, deadlocked = 0;
+  for (int trial = 0; trial < 400; ++trial) {
+    const int devices = 1 + static_cast<int>(rng() % 5);
+    const int stages = 1 + static_cast<int>(rng() % 8);
+    const int m = 1 + static_cast<int>(rng() % 6);
+    Schedule s = random_schedule(rng, devices, stages, m, /*routed=*/trial % 2 == 0);
+    add_random_pairs(rng, s);
+    ASSERT_NO_THROW(s.validate()) << "trial " << trial;
+    const PerDeviceCostModel costs = random_costs(rng, devices);
+    const OpGraph graph(s, costs);
+    if (!graph.find_cycle().empty()) {
+      ++deadlocked;
+      EXPECT_THROW(Engine(s, costs).run(), DeadlockError) << "trial " << trial;
+      continue;
+    }
+    ++acyclic;
+    const Timeline engine = Engine(s, costs).run();
+    ASSERT_TRUE(same_timeline(engine, graph.earliest_times())) << "trial " << trial;
+    ASSERT_EQ(makespan(engine), graph.critical_path().length_ns) << "trial " << trial;
+    EngineObserver watcher;
+    Engine watched(s, costs);
+    watched.add_observer(watcher);
+    ASSERT_TRUE(same_timeline(watched.run(), engine)) << "trial " << trial;
+  }
+  // Both kinds of case were exercised.
+  EXPECT_GT(acyclic, 100);
+  EXPECT_GT(deadlocked, 10);
+}
+
+TEST(Engine, OverlappedPairIsOneComputeSlot) {
+  // p = 2, m = 2, 1F1B with device 1 running F(mb 1) overlapped with BW(mb 0):
+  // F 1 ms, BW 2 ms, e = 0.5: the pair takes max(1, 2) + 0.5 * 1 = 2.5 ms.
+  Schedule s = generate("1f1b", 2, 2);
+  ASSERT_EQ(s.device_ops[1], (std::vector<Op>{{OpKind::F, 1, 0, 0},
+                                              {OpKind::BW, 1, 0, 0},
+                                              {OpKind::F, 1, 0, 1},
+                                              {OpKind::BW, 1, 0, 1}}));
+  std::swap(s.device_ops[1][1], s.device_ops[1][2]);  // F0 F1 BW0 BW1
+  s.overlapped_pairs = {{}, {1}};
+  DeviceCosts c{ms_to_ns(1), ms_to_ns(1), ms_to_ns(1), 0, 1.0, 0.5, 0.5};
+  const auto costs = PerDeviceCostModel::uniform(c, 2);
+  EXPECT_EQ(costs.overlapped_ns(s.device_ops[1][1], s.device_ops[1][2], 1), ms_to_ns(2.5));
+  const Timeline t = Engine(s, costs).run();
+  const auto at = [](double start, double end) {
+    return std::pair{ms_to_ns(start), ms_to_ns(end)};
+  };
+  const auto times = [&](int d, int i) {
+    const OpTiming& x = t.device_ops[static_cast<std::size_t>(d)][static_cast<std::size_t>(i)];
+    return std::pair{x.start_ns, x.end_ns};
+  };
+  EXPECT_EQ(times(1, 0), at(1, 2));
+  EXPECT_EQ(times(1, 1), at(2, 4.5));  // both ops of the pair share start and end
+  EXPECT_EQ(times(1, 2), at(2, 4.5));
+  EXPECT_EQ(times(1, 3), at(4.5, 6.5));
+  EXPECT_EQ(times(0, 2), at(4.5, 6.5));  // BW(stage 0, mb 0) waited for the pair's end
+  EXPECT_EQ(times(0, 3), at(6.5, 8.5));
+  const Metrics m = compute_metrics(s, t, costs);
+  EXPECT_EQ(m.devices[1].busy_ns, ms_to_ns(5.5));  // 1 + 2.5 + 2: the pair counts once
+  EXPECT_EQ(m.devices[1].span_ns, ms_to_ns(5.5));
+  EXPECT_DOUBLE_EQ(m.devices[1].bubble_rate, 0.0);
+  EXPECT_DOUBLE_EQ(m.devices[1].peak_activation_memory, 2.0);  // F1 counts before BW0 frees
+  EXPECT_TRUE(same_timeline(t, OpGraph(s, costs).earliest_times()));
+  EXPECT_EQ(OpGraph(s, costs).num_vertices(), s.num_ops() - 1);
+}
+
+TEST(Engine, PairThatFeedsItselfDeadlocks) {
+  // On the last stage BW(mb 0) needs F(mb 0)'s output: overlapped with it, it can never start.
+  Schedule s = generate("1f1b", 1, 1);  // F0 BW0
+  s.overlapped_pairs = {{0}};
+  const auto costs = uniform_costs(1, 1, 1, 1, 0);
+  try {
+    Engine(s, costs).run();
+    FAIL();
+  } catch (const DeadlockError& e) {
+    EXPECT_EQ(e.cycle(), (std::vector<Op>{{OpKind::F, 0, 0, 0}, {OpKind::BW, 0, 0, 0}}));
+  }
+}
+
+TEST(CostModel, OverlapModelHidesAShareOfTheShorterPass) {
+  EXPECT_EQ(overlapped_pair_ns(3000, 5000, 0.0), 8000);  // back to back
+  EXPECT_EQ(overlapped_pair_ns(3000, 5000, 1.0), 5000);  // fully hidden
+  EXPECT_EQ(overlapped_pair_ns(5000, 3000, 0.25), 7250);
+  EXPECT_EQ(overlapped_pair_ns(3, 3, 0.5), 5);  // 3 + 1.5, rounded
+  // The interface's default gains nothing.
+  struct Flat : CostModel {
+    TimeNs duration_ns(const Op& op, int) const override { return op.kind == OpKind::F ? 3 : 4; }
+    TimeNs transfer_ns(int, int) const override { return 0; }
+    double activation_delta(const Op&, int) const override { return 0; }
+  } flat;
+  EXPECT_EQ(flat.overlapped_ns(Op{OpKind::F, 0, 0, 0}, Op{OpKind::BW, 0, 0, 1}, 0), 7);
+}
+
 TEST(Engine, HandComputedTimeline) {
   // p = 2, m = 1, 1F1B: F 1 ms, BW 3 ms, comm 0.5 ms.
   const Schedule s = generate("1f1b", 2, 1);
@@ -161,6 +280,7 @@ class Recorder : public EngineObserver {
   void on_op_end(const OpEvent& e) override {
     record(e.end_ns);
     ++ends;
+    overlapped += e.overlapped ? 1 : 0;
     ends_match &= e.end_ns - e.start_ns == duration(e);
   }
   void on_transfer(const TransferEvent& e) override {
@@ -169,7 +289,7 @@ class Recorder : public EngineObserver {
     cross_device &= e.src_device != e.dst_device;
   }
   std::function<TimeNs(const OpEvent&)> duration;
-  int starts = 0, ends = 0, transfers = 0;
+  int starts = 0, ends = 0, transfers = 0, overlapped = 0;
   bool ordered = true, ends_match = true, cross_device = true;
 
  private:
@@ -199,6 +319,27 @@ TEST(Engine, ObserversSeeEveryEventInTimeOrder) {
     EXPECT_TRUE(r->ends_match);
     EXPECT_TRUE(r->cross_device);
   }
+}
+
+TEST(Engine, ObserversSeeBothOpsOfAPair) {
+  Schedule s = generate("1f1b", 2, 2);
+  std::swap(s.device_ops[1][1], s.device_ops[1][2]);  // F0 (F1 & BW0) BW1
+  s.overlapped_pairs = {{}, {1}};
+  const auto costs = uniform_costs(2, 1, 1, 1, 0.25);
+  Recorder r;
+  r.duration = [&](const OpEvent& e) {
+    if (!e.overlapped) return costs.duration_ns(e.op, e.device);
+    return costs.overlapped_ns(s.device_ops[1][1], s.device_ops[1][2], 1);
+  };
+  Engine engine(s, costs);
+  engine.add_observer(r);
+  engine.run();
+  EXPECT_EQ(r.starts, 8);
+  EXPECT_EQ(r.ends, 8);
+  EXPECT_EQ(r.overlapped, 2);
+  EXPECT_EQ(r.transfers, 4);
+  EXPECT_TRUE(r.ordered);
+  EXPECT_TRUE(r.ends_match);
 }
 
 TEST(Engine, TwoEnginesRunIndependently) {
@@ -290,7 +431,7 @@ TEST(OpGraph, CountsVerticesAndEdges) {
   const int p = 3, m = 4;
   const Schedule s = generate("zb-h1", p, m);
   const OpGraph graph(s, uniform_costs(p, 1, 1, 1, 0));
-  EXPECT_EQ(graph.num_ops(), static_cast<std::size_t>(3 * p * m));
+  EXPECT_EQ(graph.num_vertices(), static_cast<std::size_t>(3 * p * m));
   // Device order: ops - devices. Data: every op but F of stage 0 has one input.
   EXPECT_EQ(graph.num_edges(), static_cast<std::size_t>((3 * p * m - p) + (3 * p * m - m)));
 }

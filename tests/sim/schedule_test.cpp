@@ -87,6 +87,55 @@ TEST(ScheduleValidate, PlacementOnMissingDeviceIsRejected) {
   expect_invalid<PlacementError>(s, "stage 1 is placed on device 5");
 }
 
+// Two routes over a V of 4 stages on 2 devices: mb 0 runs stages 0..1, mb 1 stages 2..3.
+Schedule two_routes() {
+  Schedule s;
+  s.num_microbatches = 2;
+  s.stage_device = {0, 1, 1, 0};
+  s.routes = {{0, 1}, {2, 3}};
+  s.device_ops = {
+      {{OpKind::F, 0, 0, 0}, {OpKind::F, 3, 1, 1}, {OpKind::BW, 0, 0, 0}, {OpKind::BW, 3, 1, 1}},
+      {{OpKind::F, 2, 1, 1}, {OpKind::F, 1, 0, 0}, {OpKind::BW, 1, 0, 0}, {OpKind::BW, 2, 1, 1}}};
+  return s;
+}
+
+TEST(ScheduleValidate, RoutesLimitTheOpsEachMicrobatchNeeds) {
+  Schedule s = two_routes();
+  EXPECT_NO_THROW(s.validate());
+  EXPECT_EQ(s.route_stages(), 2);
+  EXPECT_EQ(s.route(1), (StageRange{2, 3}));
+  s.device_ops[0].pop_back();
+  expect_invalid<MissingOpError>(s, "missing op BW(stage 3, chunk 1, mb 1)");
+  s = two_routes();
+  s.device_ops[0].push_back(Op{OpKind::F, 0, 0, 1});
+  expect_invalid<PlacementError>(
+      s, "F(stage 0, mb 1) at device 0 position 4 is off its route: mb 1 runs stages 2 to 3");
+  s = two_routes();
+  s.routes[1] = {2, 4};
+  expect_invalid<PlacementError>(s, "microbatch 1 runs stages 2 to 4");
+  s.routes.pop_back();
+  expect_invalid<PlacementError>(s, "1 routes for 2 microbatches");
+  s = two_routes();
+  s.routes[1] = {1, 3};
+  EXPECT_EQ(s.route_stages(), 0);  // routes of different lengths
+}
+
+TEST(ScheduleValidate, OverlappedPairsMustBeAForwardThenABackward) {
+  Schedule s = generate("1f1b", 2, 2);                // device 1: F0 BW0 F1 BW1
+  std::swap(s.device_ops[1][1], s.device_ops[1][2]);  // F0 F1 BW0 BW1
+  s.overlapped_pairs = {{}, {1}};
+  EXPECT_NO_THROW(s.validate());
+  s.overlapped_pairs = {{}, {0}};
+  expect_invalid<OverlapError>(
+      s, "F(stage 1, mb 0) and F(stage 1, mb 1) at device 1 position 0 cannot run overlapped");
+  s.overlapped_pairs = {{}, {1, 2}};
+  expect_invalid<OverlapError>(s, "at device 1 position 2 is out of order");
+  s.overlapped_pairs = {{}, {3}};
+  expect_invalid<OverlapError>(s, "past the device's last op");
+  s.overlapped_pairs = {{1}};
+  expect_invalid<OverlapError>(s, "1 lists of overlapped pairs for 2 devices");
+}
+
 TEST(ScheduleValidate, StageChunksFollowStageOrderOnEachDevice) {
   Schedule s;
   s.stage_device = {0, 1, 1, 0};  // a V: device 0 holds stages 0 and 3

@@ -5,6 +5,7 @@
 
 #include <sstream>
 
+#include "sim/schedules/dual_pipe.h"
 #include "sim/schedules/handcrafted.h"
 #include "sim/schedules/interleaved.h"
 #include "sim/simulation.h"
@@ -63,6 +64,45 @@ TEST(ScheduleCsv, EveryGeneratedScheduleRoundTrips) {
   }
 }
 
+TEST(ScheduleCsv, DualPipeRoundTripsWithRoutesAndPairs) {
+  sim::ScheduleRegistry registry;
+  sim::add_dual_pipe_schedules(registry);
+  struct Case {
+    const char* name;
+    int p, m;
+  };
+  for (const Case c :
+       {Case{"dualpipe", 2, 4}, Case{"dualpipe", 4, 10}, Case{"dualpipe", 6, 24},
+        Case{"dualpipe-v", 1, 2}, Case{"dualpipe-v", 3, 7}, Case{"dualpipe-v", 4, 12}}) {
+    const int v = registry.get(c.name).default_chunks();
+    const sim::Schedule original = registry.get(c.name).generate({c.p, c.m, v});
+    const sim::Schedule back = parse(write(original));
+    EXPECT_EQ(back.stage_device, original.stage_device) << c.name;
+    EXPECT_EQ(back.num_microbatches, original.num_microbatches) << c.name;
+    EXPECT_EQ(back.routes, original.routes) << c.name << " p=" << c.p;
+    EXPECT_EQ(back.overlapped_pairs, original.overlapped_pairs) << c.name << " p=" << c.p;
+    ASSERT_EQ(back.device_ops, original.device_ops) << c.name << " p=" << c.p;
+    const auto costs = sim::PerDeviceCostModel::uniform(
+        {sim::ms_to_ns(3), sim::ms_to_ns(4), sim::ms_to_ns(2), sim::ms_to_ns(0.3), 1, 0.5, 0.4},
+        c.p, v);
+    const auto a = sim::simulate(original, costs).metrics;
+    const auto b = sim::simulate(back, costs).metrics;
+    EXPECT_EQ(a.iteration_time_ns, b.iteration_time_ns) << c.name;
+    EXPECT_EQ(a.bubble_rate, b.bubble_rate) << c.name;
+    EXPECT_EQ(a.peak_activation_memory, b.peak_activation_memory) << c.name;
+  }
+}
+
+TEST(ScheduleCsv, WritesOverlappedPairsInOneCell) {
+  sim::ScheduleRegistry registry;
+  sim::add_dual_pipe_schedules(registry);
+  // p = 2: rank 0 holds stage 0 (microbatches 0, 1 enter there) and stage 3 (the mirrored
+  // direction's last stage, microbatches 2, 3); rank 1 stages 1 and 2.
+  EXPECT_EQ(write(registry.get("dualpipe").generate({2, 4, 1})),
+            "0F0,3F2,0F1,3B2,(3F3;0B0)OVERLAP_F_B,3B3,0I1,0W1\n"
+            "2F2,1F0,2F3,1B0,(1F1;2B2)OVERLAP_F_B,1B1,2I3,2W3\n");
+}
+
 TEST(ScheduleCsv, WritesPyTorchActionTokens) {
   sim::ScheduleRegistry registry;
   sim::add_handcrafted_schedules(registry);
@@ -88,8 +128,16 @@ TEST(ScheduleCsv, ErrorsNameTheCell) {
   expect_error("0F0,0SEND_F0\n", "row 1, column 2: '0SEND_F0' is a communication or memory action");
   expect_error("0F0,F1\n", "row 1, column 2: 'F1' is not an action");
   expect_error("0F0,0F\n", "row 1, column 2: '0F' is not an action");
-  expect_error("(0F1;1B0)OVERLAP_F_B\n",
-               "row 1, column 1: '(0F1;1B0)OVERLAP_F_B' is an overlapped");
+  expect_error("0F0,(0F1;0W0)OVERLAP_F_B\n",
+               "row 1, column 2: '(0F1;0W0)OVERLAP_F_B' is not a forward overlapped with a "
+               "backward");
+  expect_error("0F0,(0F1;0B0)\n", "row 1, column 2: '(0F1;0B0)' is not an overlapped pair");
+  expect_error("0F0,(0F1,0B0)OVERLAP_F_B\n", "row 1, column 2: '(0F1' is not an overlapped pair");
+  expect_error("0F0,(0F1;0X0)OVERLAP_F_B\n", "row 1, column 2: '0X0' has an unknown action 'X'");
+  // A pair whose backward needs its own forward's output deadlocks: its cell is named.
+  expect_error("(0F0;0B0)OVERLAP_F_B\n", "[0F0 at row 1 column 1, 0B0 at row 1 column 1]");
+  // Stage 0 runs microbatch 1 nowhere: that is a missing op, not a route of stage 1 alone.
+  expect_error("0F0,0I0,0W0\n1F0,1I0,1W0,1F1,1I1,1W1\n", "missing op F(stage 0, mb 1)");
   // Stage 0 on rank 0 (row 1) and rank 1 (row 2).
   expect_error("0F0,0B0\n1F0,1B0,0F1\n", "row 2, column 3: stage 0 is on two ranks: row 1");
   // An I without its W: the I's cell is named.

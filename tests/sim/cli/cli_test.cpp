@@ -125,7 +125,62 @@ TEST(Cli, CompareAllLeavesOutWhatTheParametersDoNotSuit) {
   const Outcome o = run_cli({"compare", "-p", "4", "-m", "6", "--json"});
   ASSERT_EQ(o.status, 0) << o.err;
   EXPECT_NE(o.err.find("1f1b-i left out"), std::string::npos) << o.err;
-  EXPECT_EQ(parse_json(o.out).Size(), 10u);  // all but 1f1b-i
+  EXPECT_NE(o.err.find("dualpipe left out: schedule 'dualpipe' needs an even "
+                       "-m/--microbatches >= 2p = 8, got 6"),
+            std::string::npos)
+      << o.err;
+  EXPECT_NE(o.err.find("dualpipe-v left out"), std::string::npos) << o.err;
+  EXPECT_EQ(parse_json(o.out).Size(), 10u);  // all but 1f1b-i, dualpipe and dualpipe-v
+  const Outcome odd = run_cli({"compare", "-p", "5", "-m", "10", "--json"});
+  ASSERT_EQ(odd.status, 0) << odd.err;
+  EXPECT_NE(odd.err.find("dualpipe left out: schedule 'dualpipe' needs an even -p/--pp, got 5"),
+            std::string::npos)
+      << odd.err;
+  EXPECT_EQ(parse_json(odd.out).Size(), 12u);  // all but dualpipe
+}
+
+TEST(Cli, DualPipeReportsTwiceTheParametersPerDevice) {
+  const Outcome o = run_cli({"compare", "-s", "1f1b,zb-v,dualpipe,dualpipe-v", "-p", "4", "-m", "8",
+                             "--f", "1", "--b", "1", "--w", "1", "--comm", "0", "--json"});
+  ASSERT_EQ(o.status, 0) << o.err;
+  const rapidjson::Document doc = parse_json(o.out);
+  const double expected[] = {1, 1, 2, 1};
+  for (rapidjson::SizeType i = 0; i < 4; ++i) {
+    EXPECT_EQ(doc[i]["parameters_per_device"].GetDouble(), expected[i])
+        << doc[i]["schedule"].GetString();
+  }
+  // dualpipe: a pass per rank and microbatch costs the whole --f (v = 1); 3m = 24 ms of work
+  // per rank, and the closed form's 2 ms of idle on ranks 0 and 3 (dual_pipe.h).
+  EXPECT_EQ(doc[2]["chunks"].GetInt(), 1);
+  EXPECT_DOUBLE_EQ(doc[2]["max_device_span_ms"].GetDouble(), 26.0);
+  EXPECT_DOUBLE_EQ(doc[2]["peak_activation_memory"].GetDouble(), 5.0);  // (p+1) M_B
+  EXPECT_EQ(doc[3]["chunks"].GetInt(), 2);
+  EXPECT_DOUBLE_EQ(doc[3]["peak_activation_memory"].GetDouble(), 4.5);  // (2p+1)/2 M_B
+  // The table says it too.
+  const Outcome table = run_cli({"compare", "-s", "1f1b,dualpipe", "-p", "4", "-m", "8"});
+  ASSERT_EQ(table.status, 0) << table.err;
+  const std::size_t row = table.out.find("\ndualpipe ");
+  ASSERT_NE(row, std::string::npos) << table.out;
+  const std::string line = table.out.substr(row + 1, table.out.find('\n', row + 1) - row - 1);
+  EXPECT_EQ(line.substr(line.size() - 2), "2x") << line;
+  const Outcome simulate = run_cli({"simulate", "-s", "dualpipe", "-p", "4", "-m", "8"});
+  EXPECT_NE(simulate.out.find("parameters/device            2x"), std::string::npos)
+      << simulate.out;
+}
+
+TEST(Cli, OverlapEfficiencyShortensTheOverlappedPairs) {
+  auto span = [](const std::string& e) {
+    const Outcome o =
+        run_cli({"simulate", "-s", "dualpipe", "-p", "4", "-m", "8", "--f", "1", "--b", "1", "--w",
+                 "1", "--comm", "0", "--overlap-efficiency", e, "--json"});
+    EXPECT_EQ(o.status, 0) << o.err;
+    return parse_json(o.out)["max_device_span_ms"].GetDouble();
+  };
+  // Rank 0 runs 3 pairs of F (1 ms) and BW (2 ms): each takes 3 - e ms; its idle is
+  // (1 - e)(PP - 2) + e = 2 - e (dual_pipe.h).
+  EXPECT_DOUBLE_EQ(span("0"), 24 + 2);
+  EXPECT_DOUBLE_EQ(span("0.5"), 24 - 3 * 0.5 + 1.5);
+  EXPECT_DOUBLE_EQ(span("1"), 24 - 3 + 1);
 }
 
 TEST(Cli, ChunksApplyToTheSchedulesThatTakeThem) {
@@ -223,7 +278,7 @@ TEST(Cli, BadInputGetsOneLineAndStatusTwo) {
       {{"simulate"}, "schedule"},
       {{"simulate", "-s", "zb-h9"},
        "valid values are: gpipe, 1f1b, zb-h1, zb-h2, zb-1p, zb-2p, zb-auto, 1f1b-i, zb-v, v-half, "
-       "v-min"},
+       "v-min, dualpipe, dualpipe-v"},
       {{"simulate", "-s", "zb-v", "--mem-limit", "0.25"}, "below what one microbatch needs"},
       {{"simulate", "-s", "zb-v", "--mem-limit", "-1"}, "option --mem-limit"},
       {{"simulate", "-s", "zb-auto", "--mem-limit", "0.5"},
@@ -257,6 +312,15 @@ TEST(Cli, BadInputGetsOneLineAndStatusTwo) {
       {{"compare", "--bogus"}, "bogus"},
       {{"compare", "stray"}, "stray"},
       {{"simulate", "-s", "gpipe", "-m", "16000000", "--f", "1e9"}, "70 years"},
+      {{"simulate", "-s", "dualpipe", "-p", "3", "-m", "12"},
+       "schedule 'dualpipe' needs an even -p/--pp, got 3"},
+      {{"simulate", "-s", "dualpipe", "-m", "15"}, "even -m/--microbatches >= 2p = 16, got 15"},
+      {{"compare", "-s", "dualpipe-v", "-m", "10"}, "-m/--microbatches >= 2p = 16, got 10"},
+      {{"compare", "--overlap-efficiency", "1.5"},
+       "option --overlap-efficiency: expected a number from 0 to 1, got 1.5"},
+      {{"compare", "--overlap-efficiency", "-0.25"}, "option --overlap-efficiency"},
+      {{"compare", "--overlap-efficiency", "nan"}, "option --overlap-efficiency"},
+      {{"compare", "--overlap-efficiency", "x"}, "overlap-efficiency"},
   };
   for (const auto& [args, needle] : cases) {
     const Outcome o = run_cli(args);
@@ -295,6 +359,38 @@ TEST(Cli, ScheduleFileRoundTripsThroughSimulate) {
   const Outcome missing = run_cli({"simulate", "--schedule-file", path + ".none"});
   EXPECT_EQ(missing.status, 2);
   EXPECT_NE(missing.err.find("cannot open"), std::string::npos) << missing.err;
+}
+
+TEST(Cli, DualPipeScheduleFileRoundTripsThroughSimulate) {
+  const std::string path = ::testing::TempDir() + "/bubblesim_cli_dualpipe.csv";
+  const std::vector<std::string> costs = {"--f", "1,2,1,2", "--comm", "0.1", "--overlap-efficiency",
+                                          "0.5", "--json"};
+  for (const char* name : {"dualpipe", "dualpipe-v"}) {
+    std::vector<std::string> args = {"simulate",         "-s", name, "-p", "4", "-m", "10",
+                                     "--write-schedule", path};
+    args.insert(args.end(), costs.begin(), costs.end());
+    const Outcome generated = run_cli(args);
+    ASSERT_EQ(generated.status, 0) << generated.err;
+    args = {"simulate", "--schedule-file", path};
+    args.insert(args.end(), costs.begin(), costs.end());
+    const Outcome from_file = run_cli(args);
+    ASSERT_EQ(from_file.status, 0) << from_file.err;
+    const auto a = parse_json(generated.out), b = parse_json(from_file.out);
+    for (const char* field : {"pp", "microbatches", "chunks"})
+      EXPECT_EQ(a[field].GetInt(), b[field].GetInt()) << name << " " << field;
+    for (const char* field : {"iteration_time_ms", "max_device_span_ms", "bubble_rate",
+                              "peak_activation_memory", "parameters_per_device"}) {
+      EXPECT_EQ(a[field].GetDouble(), b[field].GetDouble()) << name << " " << field;
+    }
+    // A dualpipe file holds 2 stages per rank, but each microbatch runs one of them: v = 1.
+    const Outcome v2 = run_cli({"simulate", "--schedule-file", path, "-v", "2"});
+    EXPECT_EQ(v2.status, std::string(name) == "dualpipe" ? 2 : 0) << v2.err;
+    if (std::string(name) == "dualpipe") {
+      EXPECT_NE(v2.err.find("the schedule file has 1 stages per rank on each microbatch's route"),
+                std::string::npos)
+          << v2.err;
+    }
+  }
 }
 
 int exit_status(const std::string& command) {
