@@ -111,6 +111,20 @@ PerDeviceCostModel random_costs(std::mt19937& rng, int devices) {
   return PerDeviceCostModel(costs);
 }
 
+// The engine's timeline is the graph's earliest times and its makespan the critical path;
+// with an observer the engine wakes devices up for their starts instead of committing them
+// early, and the timeline must not change.
+void expect_engine_is_longest_path(const Schedule& s, const CostModel& costs, const OpGraph& graph,
+                                   int trial) {
+  const Timeline engine = Engine(s, costs).run();
+  ASSERT_TRUE(same_timeline(engine, graph.earliest_times())) << "trial " << trial;
+  ASSERT_EQ(makespan(engine), graph.critical_path().length_ns) << "trial " << trial;
+  EngineObserver watcher;
+  Engine watched(s, costs);
+  watched.add_observer(watcher);
+  ASSERT_TRUE(same_timeline(watched.run(), engine)) << "trial " << trial;
+}
+
 TEST(Engine, MatchesLongestPathOnGeneratedSchedules) {
   for (const char* name : {"gpipe", "1f1b", "zb-h1", "zb-h2"}) {
     // Up to 8 devices the event tree is one node; 9, 64 and 65 need two and three levels.
@@ -142,16 +156,7 @@ TEST(Engine, MatchesLongestPathOnRandomValidSchedules) {
     const Schedule s = random_schedule(rng, devices, stages, m);
     ASSERT_NO_THROW(s.validate()) << "trial " << trial;
     const PerDeviceCostModel costs = random_costs(rng, devices);
-    const Timeline engine = Engine(s, costs).run();
-    const OpGraph graph(s, costs);
-    ASSERT_TRUE(same_timeline(engine, graph.earliest_times())) << "trial " << trial;
-    ASSERT_EQ(makespan(engine), graph.critical_path().length_ns) << "trial " << trial;
-    // With an observer the engine wakes devices up for their starts instead of committing
-    // them early: the timeline must not change.
-    EngineObserver watcher;
-    Engine watched(s, costs);
-    watched.add_observer(watcher);
-    ASSERT_TRUE(same_timeline(watched.run(), engine)) << "trial " << trial;
+    ASSERT_NO_FATAL_FAILURE(expect_engine_is_longest_path(s, costs, OpGraph(s, costs), trial));
   }
 }
 
@@ -173,13 +178,7 @@ TEST(Engine, MatchesLongestPathWithRoutesAndOverlappedPairs) {
       continue;
     }
     ++acyclic;
-    const Timeline engine = Engine(s, costs).run();
-    ASSERT_TRUE(same_timeline(engine, graph.earliest_times())) << "trial " << trial;
-    ASSERT_EQ(makespan(engine), graph.critical_path().length_ns) << "trial " << trial;
-    EngineObserver watcher;
-    Engine watched(s, costs);
-    watched.add_observer(watcher);
-    ASSERT_TRUE(same_timeline(watched.run(), engine)) << "trial " << trial;
+    ASSERT_NO_FATAL_FAILURE(expect_engine_is_longest_path(s, costs, graph, trial));
   }
   // Both kinds of case were exercised.
   EXPECT_GT(acyclic, 100);

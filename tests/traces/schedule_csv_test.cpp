@@ -1,4 +1,5 @@
-// Schedule files: round trips of every generated schedule, and errors that name the cell.
+// Schedule files: round trips of every generated schedule (DualPipe's routes and pairs in
+// their own test), and errors that name the cell.
 #include "traces/schedule_csv.h"
 
 #include <gtest/gtest.h>
@@ -8,6 +9,8 @@
 #include "sim/schedules/dual_pipe.h"
 #include "sim/schedules/handcrafted.h"
 #include "sim/schedules/interleaved.h"
+#include "sim/schedules/v_shape.h"
+#include "sim/schedules/zb_auto.h"
 #include "sim/simulation.h"
 
 namespace bubblesim::traces {
@@ -40,7 +43,9 @@ void expect_error(const std::string& text, const std::string& needle) {
 TEST(ScheduleCsv, EveryGeneratedScheduleRoundTrips) {
   sim::ScheduleRegistry registry;
   sim::add_handcrafted_schedules(registry);
+  sim::add_zb_auto_schedules(registry);
   sim::add_interleaved_schedules(registry);
+  sim::add_v_shape_schedules(registry);
   for (const sim::ScheduleGenerator* g : registry.all()) {
     for (const int p : {1, 2, 4}) {
       for (const int m : {p, 2 * p, 3 * p}) {
