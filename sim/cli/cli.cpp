@@ -112,8 +112,12 @@ RunSummary run_schedule(std::string name, sim::Schedule& schedule,
       exact = improve_exactly(schedule, *generator, params, *exact_time_limit_s);
     params.costs = nullptr;  // the summary outlives `costs`
   }
-  return RunSummary{std::move(name), params, sim::simulate(schedule, costs).metrics,
-                    static_cast<double>(schedule.num_stages()) / schedule.route_stages(), exact};
+  return RunSummary{std::move(name),
+                    params,
+                    sim::simulate(schedule, costs).metrics,
+                    static_cast<double>(schedule.num_stages()) / schedule.route_stages(),
+                    exact,
+                    in.static_memory_bytes};
 }
 
 // "all" or a comma-separated list of registered names.

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <limits>
 
+#include "models/transformer.h"
+
 namespace bubblesim::cli {
 
 namespace po = boost::program_options;
@@ -30,6 +32,38 @@ double non_negative(const po::variables_map& vm, const char* name) {
                           ": expected a finite number >= 0, got " + std::to_string(value));
   }
   return value;
+}
+
+// --model: times from the model's FLOPs where --f/--b/--w were left at their defaults, memory
+// in bytes where --m-b/--m-w were, and the static memory of every device.
+void apply_model(const po::variables_map& vm, RunInputs& in, std::vector<sim::TimeNs>& f,
+                 std::vector<sim::TimeNs>& b, std::vector<sim::TimeNs>& w, std::vector<double>& m_b,
+                 std::vector<double>& m_w) {
+  const models::TransformerConfig model = models::load_transformer(vm["model"].as<std::string>());
+  const models::GpuSpec& gpu = models::find_gpu(vm["gpu"].as<std::string>());
+  const double efficiency = vm["efficiency"].as<double>();
+  if (!(efficiency > 0 && efficiency <= 1)) {
+    throw InvalidArgument("option --efficiency: expected a fraction in (0, 1], got " +
+                          format_number(efficiency));
+  }
+  const std::vector<models::StageEstimate> stages = models::estimate_stages(model, in.params.pp);
+  auto time = [&](double flops) {
+    return sim::ms_to_ns(models::flops_to_ms(flops, gpu, efficiency));
+  };
+  for (std::size_t d = 0; d < stages.size(); ++d) {
+    if (vm["f"].defaulted()) f[d] = time(stages[d].f_flops);
+    if (vm["b"].defaulted()) b[d] = time(stages[d].b_flops);
+    if (vm["w"].defaulted()) w[d] = time(stages[d].w_flops);
+    if (vm["m-b"].defaulted()) m_b[d] = stages[d].m_b_bytes;
+    if (vm["m-w"].defaulted()) m_w[d] = stages[d].m_w_bytes;
+    in.static_memory_bytes.push_back(stages[d].static_bytes);
+  }
+  const bool measured = !vm["f"].defaulted() || !vm["b"].defaulted() || !vm["w"].defaulted();
+  in.model_description = fmt::format(
+      "model {} on {} ({} GB): {} times, memory in bytes (static: 16 bytes per parameter)",
+      model.name, gpu.name, gpu.memory_gb,
+      measured ? "measured" : fmt::format("FLOP-based (efficiency {})", efficiency));
+  in.default_example = false;
 }
 
 }  // namespace
@@ -59,6 +93,14 @@ void add_run_options(po::options_description& desc) {
     ("overlap-efficiency", po::value<double>()->default_value(0, "0"),
      "e in [0, 1]: an overlapped F&B pair (dualpipe, dualpipe-v) takes max(F, B) + (1 - e) "
      "min(F, B); 0: no gain, 1: the shorter pass hidden entirely")
+    ("model", po::value<std::string>(),
+     "transformer description (YAML, e.g. models/examples/gpt-1.5b.yaml): each device's F, B, W "
+     "times from its FLOPs on --gpu, and M_B, M_W and static memory in bytes; --f/--b/--w and "
+     "--m-b/--m-w given explicitly (measured) override it")
+    ("gpu", po::value<std::string>()->default_value("A100-80GB"),
+     "GPU type for --model: A100-40GB, A100-80GB, H100-SXM, H200, L40S")
+    ("efficiency", po::value<double>()->default_value(models::kDefaultEfficiency, "0.45"),
+     "fraction of the GPU's dense BF16 peak that --model's passes reach, in (0, 1]")
     ("json", po::bool_switch(), "print the summary as JSON instead of a table");
   // clang-format on
 }
@@ -134,9 +176,9 @@ RunInputs read_run_inputs(const po::variables_map& vm, const sim::Schedule* from
   sim::require_pipeline(in.params);
 
   const int p = in.params.pp;
-  const auto f = parse_time_list("--f", vm["f"].as<std::string>(), p);
-  const auto b = parse_time_list("--b", vm["b"].as<std::string>(), p);
-  const auto w = parse_time_list("--w", vm["w"].as<std::string>(), p);
+  auto f = parse_time_list("--f", vm["f"].as<std::string>(), p);
+  auto b = parse_time_list("--b", vm["b"].as<std::string>(), p);
+  auto w = parse_time_list("--w", vm["w"].as<std::string>(), p);
   const auto comm = parse_time_list("--comm", vm["comm"].as<std::string>(), p);
   const double m_b = non_negative(vm, "m-b");
   const double m_w = non_negative(vm, "m-w");
@@ -151,12 +193,18 @@ RunInputs read_run_inputs(const po::variables_map& vm, const sim::Schedule* from
         fmt::format("option --overlap-efficiency: expected a number from 0 to 1, got {}", overlap));
   }
 
+  std::vector<double> m_bs(static_cast<std::size_t>(p), m_b), m_ws(m_bs.size(), m_w);
+  if (vm.count("model") != 0) {
+    apply_model(vm, in, f, b, w, m_bs, m_ws);
+  }
+
   // The iteration cannot outlast all ops and transfers in a row: p m (T_F + T_B + T_W) plus
   // at most 2 p v m hops, with v <= 1024. Keep that far from the int64 clock's limit.
   long double worst = 0;
   for (int d = 0; d < p; ++d) {
     const auto i = static_cast<std::size_t>(d);
-    in.device_costs.push_back(sim::DeviceCosts{f[i], b[i], w[i], comm[i], m_b, m_w, overlap});
+    in.device_costs.push_back(
+        sim::DeviceCosts{f[i], b[i], w[i], comm[i], m_bs[i], m_ws[i], overlap});
     worst = std::max(worst, static_cast<long double>(f[i] + b[i] + w[i]) + 2048.0L * comm[i]);
   }
   if (worst * p * in.params.microbatches >

@@ -20,6 +20,11 @@ struct RunInputs {
   std::vector<sim::DeviceCosts> device_costs;  // one per device
   bool json = false;
   bool default_example = false;  // p, m and all times left at the embedded example's values
+  // With --model: each device's static memory (parameters, gradients, optimizer state) in
+  // bytes, and a line saying where the costs came from; empty otherwise (memory then has the
+  // unit of --m-b).
+  std::vector<double> static_memory_bytes;
+  std::string model_description;
 };
 
 // The embedded default example: the zero-bubble paper's 1.5B model at p = 8, m = 24

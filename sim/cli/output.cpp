@@ -22,6 +22,25 @@ void put(Writer& w, const char* key, double value) {
   w.Double(value);
 }
 
+// Peak memory of device d in bytes (static plus activations), with --model.
+double peak_memory_bytes(const RunSummary& run, const sim::DeviceMetrics& d) {
+  return run.static_memory_bytes[static_cast<std::size_t>(d.device)] + d.peak_activation_memory;
+}
+double max_peak_memory_bytes(const RunSummary& run) {
+  double peak = 0;
+  for (const sim::DeviceMetrics& d : run.metrics.devices)
+    peak = std::max(peak, peak_memory_bytes(run, d));
+  return peak;
+}
+
+// Tables show memory in GB when it is in bytes (--model), else in the unit of --m-b.
+double table_memory(const RunSummary& run, double value) {
+  return run.static_memory_bytes.empty() ? value : value / 1e9;
+}
+const char* activation_header(const RunSummary& run) {
+  return run.static_memory_bytes.empty() ? "peak act. mem" : "peak act. GB";
+}
+
 // The schedule's name and parameters, for a run object and a sweep.
 void put_run_head(Writer& w, const RunSummary& run) {
   w.Key("schedule");
@@ -45,6 +64,8 @@ void write_object(Writer& w, const RunSummary& run) {
   put_run_head(w, run);
   put_summary(w, m);
   put(w, "parameters_per_device", run.parameters_per_device);
+  const bool bytes = !run.static_memory_bytes.empty();
+  if (bytes) put(w, "peak_memory_bytes", max_peak_memory_bytes(run));
   if (run.exact) {
     const ExactSummary& e = *run.exact;
     w.Key("exact");
@@ -68,6 +89,10 @@ void write_object(Writer& w, const RunSummary& run) {
     put(w, "busy_ms", sim::ns_to_ms(d.busy_ns));
     put(w, "bubble_rate", d.bubble_rate);
     put(w, "peak_activation_memory", d.peak_activation_memory);
+    if (bytes) {
+      put(w, "static_memory_bytes", run.static_memory_bytes[static_cast<std::size_t>(d.device)]);
+      put(w, "peak_memory_bytes", peak_memory_bytes(run, d));
+    }
     w.EndObject();
   }
   w.EndArray();
@@ -121,15 +146,19 @@ void write_json(std::ostream& out, const std::vector<RunSummary>& runs) {
 
 std::string describe_inputs(const RunInputs& in) {
   const auto& c = in.device_costs;
-  return fmt::format("p={} m={} | F {} B {} W {} comm {} ms | M_B {} M_W {} | F&B overlap {}{}",
-                     in.params.pp, in.params.microbatches, ms_list(c, &sim::DeviceCosts::f_ns),
+  const std::string memory = in.static_memory_bytes.empty()
+                                 ? fmt::format("M_B {} M_W {}", c.front().m_b, c.front().m_w)
+                                 : fmt::format("M_B {:.3f} M_W {:.3f} GB (device 0)",
+                                               c.front().m_b / 1e9, c.front().m_w / 1e9);
+  return fmt::format("p={} m={} | F {} B {} W {} comm {} ms | {} | F&B overlap {}{}", in.params.pp,
+                     in.params.microbatches, ms_list(c, &sim::DeviceCosts::f_ns),
                      ms_list(c, &sim::DeviceCosts::b_ns), ms_list(c, &sim::DeviceCosts::w_ns),
-                     ms_list(c, &sim::DeviceCosts::comm_ns), c.front().m_b, c.front().m_w,
-                     c.front().overlap_efficiency,
+                     ms_list(c, &sim::DeviceCosts::comm_ns), memory, c.front().overlap_efficiency,
                      in.default_example
                          ? "\n(default example: the zero-bubble paper's 1.5B model as profiled "
                            "in its Tables 5 and 9)"
-                         : "");
+                     : in.model_description.empty() ? ""
+                                                    : "\n" + in.model_description);
 }
 
 void write_simulate_table(std::ostream& out, const RunInputs& in, const RunSummary& run) {
@@ -138,7 +167,12 @@ void write_simulate_table(std::ostream& out, const RunInputs& in, const RunSumma
   fmt::print(out, "iteration time     {:>12.3f} ms\n", sim::ns_to_ms(m.iteration_time_ns));
   fmt::print(out, "max device span    {:>12.3f} ms\n", sim::ns_to_ms(m.max_device_span_ns));
   fmt::print(out, "bubble rate        {:>12.4f}\n", m.bubble_rate);
-  fmt::print(out, "peak act. memory   {:>12.3f}\n", m.peak_activation_memory);
+  fmt::print(out, "peak act. memory   {:>12.3f}{}\n", table_memory(run, m.peak_activation_memory),
+             run.static_memory_bytes.empty() ? "" : " GB");
+  if (!run.static_memory_bytes.empty()) {
+    fmt::print(out, "peak memory        {:>12.2f} GB (static + activations, largest device)\n",
+               max_peak_memory_bytes(run) / 1e9);
+  }
   fmt::print(out, "parameters/device  {:>12}  (1F1B on the same devices = 1x)\n",
              fmt::format("{}x", run.parameters_per_device));
   if (run.exact) {
@@ -156,11 +190,11 @@ void write_simulate_table(std::ostream& out, const RunInputs& in, const RunSumma
   }
   out << '\n';
   fmt::print(out, "{:>6}  {:>12}  {:>12}  {:>11}  {:>15}\n", "device", "span ms", "busy ms",
-             "bubble rate", "peak act. mem");
+             "bubble rate", activation_header(run));
   for (const sim::DeviceMetrics& d : m.devices) {
     fmt::print(out, "{:>6}  {:>12.3f}  {:>12.3f}  {:>11.4f}  {:>15.3f}\n", d.device,
                sim::ns_to_ms(d.span_ns), sim::ns_to_ms(d.busy_ns), d.bubble_rate,
-               d.peak_activation_memory);
+               table_memory(run, d.peak_activation_memory));
   }
 }
 
@@ -207,7 +241,9 @@ void write_compare_table(std::ostream& out, const RunInputs& in,
   auto iteration = [](const RunSummary& r) { return r.metrics.iteration_time_ns; };
   auto span = [](const RunSummary& r) { return r.metrics.max_device_span_ns; };
   auto bubble = [](const RunSummary& r) { return r.metrics.bubble_rate; };
-  auto memory = [](const RunSummary& r) { return r.metrics.peak_activation_memory; };
+  auto memory = [](const RunSummary& r) {
+    return table_memory(r, r.metrics.peak_activation_memory);
+  };
   const auto best_iteration = best(iteration);
   const auto best_span = best(span);
   const double best_bubble = best(bubble);
@@ -218,15 +254,18 @@ void write_compare_table(std::ostream& out, const RunInputs& in,
   for (const RunSummary& r : runs)
     width = std::max(width, label(r).size());
 
+  const bool bytes = !in.static_memory_bytes.empty();
   fmt::print(out, "{}\n\n", describe_inputs(in));
-  fmt::print(out, "{:<{}}  {:>16}  {:>16}  {:>13}  {:>17}  {:>6}\n", "schedule", width,
-             "iteration ms", "max span ms", "bubble rate", "peak act. mem", "params");
+  fmt::print(out, "{:<{}}  {:>16}  {:>16}  {:>13}  {:>17}  {:>6}{}\n", "schedule", width,
+             "iteration ms", "max span ms", "bubble rate", activation_header(runs.front()),
+             "params", bytes ? "   peak GB" : "");
   for (const RunSummary& r : runs) {
     std::string line = fmt::format(
         "{:<{}}  {:>14.3f}{}  {:>14.3f}{}  {:>11.4f}{}  {:>15.3f}{}  {:>6}", label(r), width,
         sim::ns_to_ms(iteration(r)), mark(iteration(r) == best_iteration), sim::ns_to_ms(span(r)),
         mark(span(r) == best_span), bubble(r), mark(bubble(r) == best_bubble), memory(r),
         mark(memory(r) == best_memory), fmt::format("{}x", r.parameters_per_device));
+    if (bytes) line += fmt::format("  {:>8.2f}", max_peak_memory_bytes(r) / 1e9);
     line.erase(line.find_last_not_of(' ') + 1);
     out << line << '\n';
   }

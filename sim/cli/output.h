@@ -30,6 +30,9 @@ struct RunSummary {
   // of the model the schedule keeps, Schedule::num_stages() / route_stages() (2 for dualpipe).
   double parameters_per_device = 1;
   std::optional<ExactSummary> exact;  // with --exact
+  // With --model: each device's static memory in bytes (RunInputs); the device's peak memory
+  // is that plus its activation peak.
+  std::vector<double> static_memory_bytes;
 };
 
 // One point of a --mem-limit-sweep: the limit as a multiple of p M_B, and the run.

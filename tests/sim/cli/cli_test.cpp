@@ -252,6 +252,42 @@ TEST(Cli, ExactModeReportsTheOptimum) {
   EXPECT_NE(too_big.err.find("p*m = 256 is above the 200"), std::string::npos) << too_big.err;
 }
 
+TEST(Cli, ModelPredictsThePapersMeasuredMemory) {
+  // The 1.5B model on 8 A100-80GB with its profiled times: the paper measured 30 GB for 1F1B,
+  // 32 GB for ZB-1p and 59 GB for ZB-2p (../shared/reference/zero-bubble.md §8).
+  const Outcome o = run_cli({"compare", "-s", "1f1b,zb-1p,zb-2p", "--model",
+                             BUBBLESIM_SOURCE_DIR "/models/examples/gpt-1.5b.yaml", "--f", "18.522",
+                             "--b", "18.086", "--w", "9.337", "--json"});
+  ASSERT_EQ(o.status, 0) << o.err;
+  const rapidjson::Document doc = parse_json(o.out);
+  const double measured_gb[] = {30, 32, 59};
+  for (rapidjson::SizeType i = 0; i < 3; ++i) {
+    const double predicted_gb = doc[i]["peak_memory_bytes"].GetDouble() / 1e9;
+    EXPECT_NEAR(predicted_gb, measured_gb[i], 0.15 * measured_gb[i])
+        << doc[i]["schedule"].GetString();
+    // Every device's peak is its static memory plus its activation peak.
+    for (const auto& d : doc[i]["devices"].GetArray()) {
+      EXPECT_DOUBLE_EQ(
+          d["peak_memory_bytes"].GetDouble(),
+          d["static_memory_bytes"].GetDouble() + d["peak_activation_memory"].GetDouble());
+    }
+  }
+  // The measured times were kept: the paper's bubble rates.
+  EXPECT_NEAR(doc[0]["bubble_rate"].GetDouble(), 0.2431, 0.00005);
+  EXPECT_NEAR(doc[2]["bubble_rate"].GetDouble(), 0.0433, 0.00005);
+  // Without the times the model computes them from FLOPs: F on a middle stage (3 layers) is
+  // 3 * sbh(24h + 4s) FLOPs at 45% of 312 TFLOP/s.
+  const Outcome flops = run_cli({"simulate", "-s", "1f1b", "--model",
+                                 BUBBLESIM_SOURCE_DIR "/models/examples/gpt-1.5b.yaml", "--json"});
+  ASSERT_EQ(flops.status, 0) << flops.err;
+  const double sbh = 1024.0 * 6 * 2304;
+  const double busy_ms = parse_json(flops.out)["devices"][1]["busy_ms"].GetDouble();
+  const double per_pass = 3 * sbh / (312e12 * 0.45) * 1e3;
+  EXPECT_NEAR(busy_ms,
+              24 * per_pass * ((24 * 2304 + 4 * 1024) + (24 * 2304 + 8 * 1024) + 24 * 2304),
+              24 * 3e-6);
+}
+
 TEST(Cli, SchedulesListsEveryGenerator) {
   const Outcome o = run_cli({"schedules"});
   ASSERT_EQ(o.status, 0);
@@ -284,6 +320,13 @@ TEST(Cli, BadInputGetsOneLineAndStatusTwo) {
       {{"simulate", "-s", "zb-auto", "--mem-limit", "0.5"},
        "schedule 'zb-auto': memory limit 0.5 on device 0 is below what one microbatch needs "
        "there; the smallest feasible limit is 1"},
+      {{"compare", "--model", "no-such.yaml"}, "no-such.yaml: cannot open the model file"},
+      {{"compare", "--model", BUBBLESIM_SOURCE_DIR "/models/examples/gpt-1.5b.yaml", "--gpu",
+        "V100"},
+       "unknown GPU type 'V100'"},
+      {{"compare", "--model", BUBBLESIM_SOURCE_DIR "/models/examples/gpt-1.5b.yaml", "--efficiency",
+        "0"},
+       "option --efficiency: expected a fraction in (0, 1], got 0"},
       {{"simulate", "-s", "gpipe", "--exact"},
        "option --exact: applies to zb-1p, zb-2p and zb-auto, not 'gpipe'"},
       {{"simulate", "-s", "zb-2p", "--exact", "--time-limit", "0"}, "option --time-limit"},

@@ -1,0 +1,151 @@
+#include "models/transformer.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <numeric>
+#include <set>
+
+#include "sim/error.h"
+
+namespace bubblesim::models {
+
+std::vector<int> split_layers(const TransformerConfig& model, int p) {
+  if (!model.stage_layers.empty()) {
+    const int sum = std::accumulate(model.stage_layers.begin(), model.stage_layers.end(), 0);
+    if (static_cast<int>(model.stage_layers.size()) != p || sum != model.layers) {
+      throw InvalidArgument("model '" + model.name + "': stage_layers has " +
+                            std::to_string(model.stage_layers.size()) + " entries summing to " +
+                            std::to_string(sum) + "; expected " + std::to_string(p) +
+                            " (one per stage) summing to layers = " + std::to_string(model.layers));
+    }
+    return model.stage_layers;
+  }
+  std::vector<int> split(static_cast<std::size_t>(p));
+  if (p >= 2 && (model.layers + 2) % p == 0 && (model.layers + 2) / p >= 2) {
+    const int k = (model.layers + 2) / p;
+    for (int s = 0; s < p; ++s)
+      split[static_cast<std::size_t>(s)] = s == 0 || s == p - 1 ? k - 1 : k;
+    return split;
+  }
+  for (int s = 0; s < p; ++s)
+    split[static_cast<std::size_t>(s)] = model.layers / p + (s >= p - model.layers % p ? 1 : 0);
+  if (split.front() == 0) {
+    throw InvalidArgument("model '" + model.name + "': " + std::to_string(model.layers) +
+                          " layers cannot fill " + std::to_string(p) + " stages");
+  }
+  return split;
+}
+
+std::vector<StageEstimate> estimate_stages(const TransformerConfig& model, int p) {
+  const double s = model.seq_len, b = model.microbatch_size, h = model.hidden, a = model.heads,
+               v = model.vocab;
+  const double sbh = s * b * h;
+  std::vector<StageEstimate> out;
+  const std::vector<int> split = split_layers(model, p);
+  for (int stage = 0; stage < p; ++stage) {
+    StageEstimate e;
+    const double n = e.layers = split[static_cast<std::size_t>(stage)];
+    e.parameters = n * (12 * h * h + 13 * h);
+    e.f_flops = n * sbh * (24 * h + 4 * s);
+    e.b_flops = n * sbh * (24 * h + 8 * s);
+    e.w_flops = n * sbh * 24 * h;
+    e.m_b_bytes = n * s * b * (34 * h + 5 * a * s);
+    e.m_w_bytes = n * 32 * sbh;
+    if (stage == 0) e.parameters += (v + s) * h;
+    if (stage == p - 1) {
+      e.parameters += v * h + 2 * h;
+      e.f_flops += 2 * sbh * v;
+      e.b_flops += 2 * sbh * v;
+      e.w_flops += 2 * sbh * v;
+      e.m_b_bytes += 2 * s * b * v;
+    }
+    e.static_bytes = e.parameters * kAdamBytesPerParameter;
+    e.transfer_bytes = 2 * sbh;
+    out.push_back(e);
+  }
+  return out;
+}
+
+double flops_to_ms(double flops, const GpuSpec& gpu, double efficiency) {
+  return flops / (gpu.dense_bf16_tflops * 1e12 * efficiency) * 1e3;
+}
+
+namespace {
+
+// "FILE: line N: key 'k': ..." (yaml-cpp lines are 0-based).
+[[noreturn]] void fail(const std::string& path, const YAML::Mark& mark, const std::string& what) {
+  throw InvalidArgument(path + ": line " + std::to_string(mark.line + 1) + ": " + what);
+}
+
+int positive_int(const std::string& path, const YAML::Node& root, const char* key,
+                 bool required = true, int fallback = 0) {
+  const YAML::Node node = root[key];
+  if (!node) {
+    if (!required) return fallback;
+    fail(path, root.Mark(), std::string("missing key '") + key + "'");
+  }
+  try {
+    const int value = node.as<int>();
+    if (value >= 1) return value;
+  } catch (const YAML::Exception&) {
+  }
+  fail(path, node.Mark(),
+       std::string("key '") + key + "': expected a whole number >= 1, got '" + YAML::Dump(node) +
+           "'");
+}
+
+}  // namespace
+
+TransformerConfig load_transformer(const std::string& path) {
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(path);
+  } catch (const YAML::BadFile&) {
+    throw InvalidArgument(path + ": cannot open the model file");
+  } catch (const YAML::ParserException& e) {
+    fail(path, e.mark, "not valid YAML: " + e.msg);
+  }
+  if (!root.IsMap()) fail(path, root.Mark(), "expected a mapping of model fields");
+  static const std::set<std::string> known = {
+      "name", "layers", "hidden", "heads", "seq_len", "vocab", "microbatch_size", "stage_layers"};
+  for (const auto& entry : root) {
+    const std::string key = entry.first.as<std::string>();
+    if (known.count(key) == 0) {
+      fail(path, entry.first.Mark(),
+           "unknown key '" + key +
+               "'; valid keys are: name, layers, hidden, heads, seq_len, vocab, "
+               "microbatch_size, stage_layers");
+    }
+  }
+  TransformerConfig m;
+  m.name = root["name"] ? root["name"].as<std::string>() : path;
+  m.layers = positive_int(path, root, "layers");
+  m.hidden = positive_int(path, root, "hidden");
+  m.heads = positive_int(path, root, "heads");
+  m.seq_len = positive_int(path, root, "seq_len");
+  m.vocab = positive_int(path, root, "vocab");
+  m.microbatch_size = positive_int(path, root, "microbatch_size", false, 1);
+  if (const YAML::Node split = root["stage_layers"]) {
+    if (!split.IsSequence()) fail(path, split.Mark(), "key 'stage_layers': expected a list");
+    for (const auto& item : split) {
+      int n = 0;
+      try {
+        n = item.as<int>();
+      } catch (const YAML::Exception&) {
+        n = -1;
+      }
+      if (n < 1) {
+        fail(path, item.Mark(),
+             "key 'stage_layers': expected whole numbers >= 1, got '" + YAML::Dump(item) + "'");
+      }
+      m.stage_layers.push_back(n);
+    }
+  }
+  if (m.hidden % m.heads != 0) {
+    fail(path, root["heads"].Mark(),
+         "key 'heads': must divide hidden = " + std::to_string(m.hidden));
+  }
+  return m;
+}
+
+}  // namespace bubblesim::models
