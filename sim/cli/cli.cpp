@@ -117,7 +117,8 @@ RunSummary run_schedule(std::string name, sim::Schedule& schedule,
                     sim::simulate(schedule, costs).metrics,
                     static_cast<double>(schedule.num_stages()) / schedule.route_stages(),
                     exact,
-                    in.static_memory_bytes};
+                    in.static_memory_bytes,
+                    in.samples_per_microbatch};
 }
 
 // "all" or a comma-separated list of registered names.

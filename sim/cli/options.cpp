@@ -63,6 +63,7 @@ void apply_model(const po::variables_map& vm, RunInputs& in, std::vector<sim::Ti
       "model {} on {} ({} GB): {} times, memory in bytes (static: 16 bytes per parameter)",
       model.name, gpu.name, gpu.memory_gb,
       measured ? "measured" : fmt::format("FLOP-based (efficiency {})", efficiency));
+  in.samples_per_microbatch = model.microbatch_size;
   in.default_example = false;
 }
 

@@ -25,6 +25,7 @@ struct RunInputs {
   // unit of --m-b).
   std::vector<double> static_memory_bytes;
   std::string model_description;
+  int samples_per_microbatch = 0;  // --model's microbatch size; 0 without a model
 };
 
 // The embedded default example: the zero-bubble paper's 1.5B model at p = 8, m = 24

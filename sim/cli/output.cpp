@@ -33,6 +33,12 @@ double max_peak_memory_bytes(const RunSummary& run) {
   return peak;
 }
 
+// Samples per GPU per second over the iteration (first op to last op), with --model.
+double samples_per_gpu_per_s(const RunSummary& run) {
+  return run.params.microbatches * run.samples_per_microbatch /
+         (run.params.pp * sim::ns_to_ms(run.metrics.iteration_time_ns) / 1e3);
+}
+
 // Tables show memory in GB when it is in bytes (--model), else in the unit of --m-b.
 double table_memory(const RunSummary& run, double value) {
   return run.static_memory_bytes.empty() ? value : value / 1e9;
@@ -66,6 +72,7 @@ void write_object(Writer& w, const RunSummary& run) {
   put(w, "parameters_per_device", run.parameters_per_device);
   const bool bytes = !run.static_memory_bytes.empty();
   if (bytes) put(w, "peak_memory_bytes", max_peak_memory_bytes(run));
+  if (run.samples_per_microbatch > 0) put(w, "samples_per_gpu_per_s", samples_per_gpu_per_s(run));
   if (run.exact) {
     const ExactSummary& e = *run.exact;
     w.Key("exact");
@@ -172,6 +179,8 @@ void write_simulate_table(std::ostream& out, const RunInputs& in, const RunSumma
   if (!run.static_memory_bytes.empty()) {
     fmt::print(out, "peak memory        {:>12.2f} GB (static + activations, largest device)\n",
                max_peak_memory_bytes(run) / 1e9);
+    fmt::print(out, "throughput         {:>12.2f} samples per GPU per second\n",
+               samples_per_gpu_per_s(run));
   }
   fmt::print(out, "parameters/device  {:>12}  (1F1B on the same devices = 1x)\n",
              fmt::format("{}x", run.parameters_per_device));
@@ -258,14 +267,17 @@ void write_compare_table(std::ostream& out, const RunInputs& in,
   fmt::print(out, "{}\n\n", describe_inputs(in));
   fmt::print(out, "{:<{}}  {:>16}  {:>16}  {:>13}  {:>17}  {:>6}{}\n", "schedule", width,
              "iteration ms", "max span ms", "bubble rate", activation_header(runs.front()),
-             "params", bytes ? "   peak GB" : "");
+             "params", bytes ? "   peak GB  samples/GPU/s" : "");
   for (const RunSummary& r : runs) {
     std::string line = fmt::format(
         "{:<{}}  {:>14.3f}{}  {:>14.3f}{}  {:>11.4f}{}  {:>15.3f}{}  {:>6}", label(r), width,
         sim::ns_to_ms(iteration(r)), mark(iteration(r) == best_iteration), sim::ns_to_ms(span(r)),
         mark(span(r) == best_span), bubble(r), mark(bubble(r) == best_bubble), memory(r),
         mark(memory(r) == best_memory), fmt::format("{}x", r.parameters_per_device));
-    if (bytes) line += fmt::format("  {:>8.2f}", max_peak_memory_bytes(r) / 1e9);
+    if (bytes) {
+      line += fmt::format("  {:>8.2f}  {:>13.2f}", max_peak_memory_bytes(r) / 1e9,
+                          samples_per_gpu_per_s(r));
+    }
     line.erase(line.find_last_not_of(' ') + 1);
     out << line << '\n';
   }

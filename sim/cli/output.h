@@ -33,6 +33,7 @@ struct RunSummary {
   // With --model: each device's static memory in bytes (RunInputs); the device's peak memory
   // is that plus its activation peak.
   std::vector<double> static_memory_bytes;
+  int samples_per_microbatch = 0;  // with --model: throughput in samples per GPU per second
 };
 
 // One point of a --mem-limit-sweep: the limit as a multiple of p M_B, and the run.
