@@ -8,7 +8,8 @@
 // (pass: F, B, W or BW) — which is what the Kineto importer reads back (kineto_trace.h), so
 // export then import gives every op's start and end to the nanosecond. A transfer is named
 // after the op whose output it carries, category `bubblesim_transfer`, args {src_device,
-// dst_device, stage, microbatch, pass}, with a flow arrow from it to the op that consumes it.
+// dst_device, stage, microbatch, pass}, with a flow arrow from it to the op that consumes it
+// (Chrome's flow events v2: "bind_id" with "flow_out" on the transfer, "flow_in" on the op).
 // The counter "activation memory" of each device steps at each op's start to the running sum
 // of the deltas of the ops started so far (CostModel::activation_delta, its unit).
 // Times are written in microseconds with three decimals: exact nanoseconds.

@@ -57,7 +57,7 @@ TEST(PerfettoExport, IsValidJsonWithComputeTransferFlowAndMemoryTracks) {
   doc.Parse(text.str().c_str());
   ASSERT_FALSE(doc.HasParseError()) << doc.GetParseError();
   std::map<std::string, int> by_phase;
-  int flows_out = 0;
+  std::map<std::uint64_t, int> flows_out, flows_in;
   for (const auto& event : doc["traceEvents"].GetArray()) {
     ++by_phase[event["ph"].GetString()];
     if (std::string(event["ph"].GetString()) == "X" &&
@@ -67,16 +67,20 @@ TEST(PerfettoExport, IsValidJsonWithComputeTransferFlowAndMemoryTracks) {
       EXPECT_STREQ(event["name"].GetString(), "W3");
       EXPECT_EQ(event["pid"].GetInt(), 2);
     }
-    if (std::string(event["ph"].GetString()) == "s") ++flows_out;
+    if (event.HasMember("flow_out")) ++flows_out[event["bind_id"].GetUint64()];
+    if (event.HasMember("flow_in")) ++flows_in[event["bind_id"].GetUint64()];
   }
   const std::size_t ops = e.schedule.num_ops();
   EXPECT_EQ(by_phase["X"], static_cast<int>(ops + e.transfers.size()));
   EXPECT_EQ(by_phase["C"], static_cast<int>(ops));
   EXPECT_EQ(by_phase["M"], 4 * 3);  // process name, two thread names
-  // Every transfer crosses devices and has exactly one consumer there.
-  EXPECT_EQ(flows_out, static_cast<int>(e.transfers.size()));
-  EXPECT_EQ(by_phase["f"], flows_out);
-  EXPECT_GT(flows_out, 0);
+  EXPECT_EQ(by_phase.size(), 3u);
+  // Every transfer crosses devices and has exactly one consumer there, which has one input.
+  EXPECT_EQ(flows_out.size(), e.transfers.size());
+  EXPECT_EQ(flows_in, flows_out);
+  EXPECT_GT(flows_out.size(), 0u);
+  for (const auto& [id, count] : flows_out)
+    EXPECT_EQ(count, 1) << id;
 }
 
 void expect_round_trip(const char* name, int p, int m) {
