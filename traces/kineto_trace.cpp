@@ -46,6 +46,19 @@ class InflatingStream {
     }
     return c;
   }
+  // RapidJSON's SkipWhitespace, without reloading the position for every character.
+  void skip_whitespace() {
+    for (;;) {
+      char* p = current_;
+      while (p < last_ && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t'))
+        ++p;
+      current_ = p;
+      const char c = *p;
+      if (p < last_ || eof_ || (c != ' ' && c != '\n' && c != '\r' && c != '\t')) return;
+      fill();  // the last character of the buffer was whitespace too
+    }
+  }
+
   std::size_t Tell() const {
     return consumed_ + static_cast<std::size_t>(current_ - buffer_.data());
   }
@@ -95,6 +108,12 @@ class InflatingStream {
   std::size_t consumed_ = 0;  // bytes before the buffer
   bool eof_ = false;
 };
+
+// Found by argument-dependent lookup from rapidjson::GenericReader, in preference to
+// rapidjson's generic template.
+void SkipWhitespace(InflatingStream& is) {
+  is.skip_whitespace();
+}
 
 // Appends with growth by half, not doubling: the peak while a large vector moves is 2.5 times
 // its records, not 3 times.
@@ -665,8 +684,13 @@ void add_trace(TraceRecords& r, std::int32_t trace, Profile& profile) {
     ++s.gpu_ops;
   };
 
-  // Compute ops: by launch in the CPU ranges, the rest by start in the GPU ranges.
+  // The peak of an import is here: fit the records to their size before adding the queries.
+  r.ops.shrink_to_fit();
+  r.launches.shrink_to_fit();
   std::vector<Query> queries;
+  queries.reserve(r.ops.size());
+
+  // Compute ops: by launch in the CPU ranges, the rest by start in the GPU ranges.
   std::vector<bool> placed(r.ops.size());
   for (std::uint32_t i = 0; i < r.ops.size(); ++i) {
     if (r.ops[i].type == GpuOpType::Nccl) continue;
