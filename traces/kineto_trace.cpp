@@ -63,7 +63,7 @@ class InflatingStream {
     return consumed_ + static_cast<std::size_t>(current_ - buffer_.data());
   }
 
-  // Never called by a non-in-situ reader.
+  // The stream concept requires them; a reader that is not in situ never calls them.
   Ch* PutBegin() { return nullptr; }
   void Put(Ch) {}
   void Flush() {}
@@ -90,12 +90,9 @@ class InflatingStream {
     }
     read_ = static_cast<std::size_t>(n);
     current_ = buffer_.data();
-    last_ = buffer_.data() + read_ - 1;
-    if (read_ < kBufferBytes) {
-      buffer_[read_] = '\0';
-      ++last_;
-      eof_ = true;
-    }
+    eof_ = read_ < kBufferBytes;
+    if (eof_) buffer_[read_] = '\0';
+    last_ = buffer_.data() + (eof_ ? read_ : read_ - 1);  // the sentinel, or the last byte
   }
 
   std::string path_;

@@ -9,7 +9,9 @@
 #include <cmath>
 #include <fstream>
 #include <map>
+#include <sstream>
 
+#include "sim/cli/cli.h"
 #include "traces/nccl.h"
 
 namespace bubblesim::traces {
@@ -367,6 +369,29 @@ TEST(KinetoTrace, BadInputGetsNamedErrorsWithTheByteOffset) {
         << e.what();
   }
   EXPECT_THROW(import({temp_path("does-not-exist.json")}), TraceFormatError);
+}
+
+TEST(KinetoTrace, ImportCommandTakesALabelRegex) {
+  const std::string path = temp_path("regex.json");
+  write_file(path, R"json({"traceEvents": [
+    {"ph": "X", "cat": "user_annotation", "name": "block(W)", "pid": 1, "ts": 0, "dur": 10},
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "ts": 1, "dur": 1, "args": {"correlation": 5}},
+    {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "ts": 20, "dur": 3, "args": {"correlation": 5}}]})json");
+  std::ostringstream out, err;
+  ASSERT_EQ(
+      cli::run({"import", path, "--json", "--label-regex", R"((?<name>.*)\((?<pass>[FBW])\))"}, out,
+               err),
+      0)
+      << err.str();
+  EXPECT_NE(out.str().find(R"("stage": null)"), std::string::npos) << out.str();
+  EXPECT_NE(out.str().find(R"("pass": "W")"), std::string::npos) << out.str();
+  EXPECT_NE(out.str().find(R"("total_kernel_ms": 0.003)"), std::string::npos) << out.str();
+  std::ostringstream out2, err2;
+  EXPECT_EQ(cli::run({"import", path, "--label-regex", "(?<stage>\\d+)"}, out2, err2), 2);
+  EXPECT_EQ(out2.str(), "");
+  EXPECT_NE(err2.str().find("option --label-regex: '(?<stage>\\d+)' has no (?<pass>...) group"),
+            std::string::npos)
+      << err2.str();
 }
 
 TEST(KinetoTrace, BareArrayOfEventsIsRead) {
