@@ -226,11 +226,12 @@ enum class Category : std::uint8_t {
   BubblesimOp
 };
 
+// Kineto's categories; older PyTorch profilers (1.8) wrote Kernel, Memcpy, Memset, Runtime.
 Category category_of(std::string_view cat) {
-  if (cat == "kernel") return Category::Kernel;
-  if (cat == "gpu_memcpy") return Category::Memcpy;
-  if (cat == "gpu_memset") return Category::Memset;
-  if (cat == "cuda_runtime" || cat == "cuda_driver") return Category::Runtime;
+  if (cat == "kernel" || cat == "Kernel") return Category::Kernel;
+  if (cat == "gpu_memcpy" || cat == "Memcpy") return Category::Memcpy;
+  if (cat == "gpu_memset" || cat == "Memset") return Category::Memset;
+  if (cat == "cuda_runtime" || cat == "cuda_driver" || cat == "Runtime") return Category::Runtime;
   if (cat == "user_annotation") return Category::Annotation;
   if (cat == "gpu_user_annotation") return Category::GpuAnnotation;
   if (cat == "bubblesim_op") return Category::BubblesimOp;

@@ -3,7 +3,8 @@
 // Streaming: the file is inflated through zlib (gzread reads plain files as they are) into a
 // RapidJSON SAX reader; neither the JSON text nor a DOM is held. What is kept is one compact
 // record per event that matters: GPU ops (kernels, memcpys, memsets), CPU launch calls
-// (`cuda_runtime`/`cuda_driver` events named *Launch*, *Memcpy*, *Memset*), labelled ranges
+// (`cuda_runtime`/`cuda_driver` events named *Launch*, *Memcpy*, *Memset*; PyTorch 1.8's
+// categories Kernel, Memcpy, Memset and Runtime are read too), labelled ranges
 // and `nccl:*` annotations; memory grows with those, not with the file's size. Both
 // {"traceEvents": [...]} and a bare array of events are read; only complete ("ph": "X")
 // events count.

@@ -394,12 +394,15 @@ TEST(KinetoTrace, ImportCommandTakesALabelRegex) {
       << err2.str();
 }
 
-TEST(KinetoTrace, BareArrayOfEventsIsRead) {
-  write_file(temp_path("array.json"),
-             R"([{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "ts": 1, "dur": 2.5}])");
+TEST(KinetoTrace, BareArrayOfEventsAndOldCategoriesAreRead) {
+  write_file(temp_path("array.json"), R"([
+    {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "ts": 1, "dur": 2.5},
+    {"ph": "X", "cat": "Kernel", "name": "k", "pid": 0, "ts": 5, "dur": 0.0004},
+    {"ph": "X", "cat": "Memcpy", "name": "m", "pid": 0, "ts": 9, "dur": 1}])");
   const Profile p = import({temp_path("array.json")});
-  EXPECT_EQ(p.kernels, 1u);
-  EXPECT_EQ(p.total_kernel_ns, 2500);
+  EXPECT_EQ(p.kernels, 2u);
+  EXPECT_EQ(p.memcpys, 1u);
+  EXPECT_EQ(p.total_kernel_ns, 2500);  // 0.4 ns rounds to 0
 }
 
 }  // namespace
