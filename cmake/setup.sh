@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(g++ cmake ninja-build ccache pkg-config
-          libboost-graph-dev libboost-program-options-dev libfmt-dev rapidjson-dev
+          libboost-graph-dev libboost-program-options-dev libfmt-dev rapidjson-dev zlib1g-dev
           libgtest-dev libgmock-dev libbenchmark-dev coinor-libcbc-dev libyaml-cpp-dev)
 missing=()
 for p in "${packages[@]}"; do

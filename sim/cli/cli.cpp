@@ -4,6 +4,7 @@
 #include <fmt/ostream.h>
 
 #include <boost/program_options.hpp>
+#include <memory>
 #include <optional>
 #include <sstream>
 
@@ -17,6 +18,8 @@
 #include "sim/schedules/v_shape.h"
 #include "sim/schedules/zb_auto.h"
 #include "sim/simulation.h"
+#include "traces/kineto_trace.h"
+#include "traces/perfetto_export.h"
 #include "traces/schedule_csv.h"
 
 namespace bubblesim::cli {
@@ -34,6 +37,7 @@ commands:
   schedules   list every schedule with its parameters
   simulate    simulate one schedule (-s NAME) and print its metrics per device
   compare     simulate several schedules (-s all or -s NAME,NAME) side by side
+  import      read PyTorch profiler (Kineto) traces and print per-pass statistics
 
 Run 'bubblesim COMMAND --help' for the options of a command. With no timing options, simulate
 and compare use the zero-bubble paper's 1.5B model at p=8, m=24 (F 18.522, B 18.086, W 9.337,
@@ -56,14 +60,18 @@ sim::ScheduleRegistry make_registry() {
 }
 
 // Parses `args` (after the command) against `desc`; returns false after printing help.
+// Positional arguments go to the option `positional` of `desc` when given, else are an error.
 bool parse(const std::vector<std::string>& args, const po::options_description& desc,
-           po::variables_map& vm, std::ostream& out, const char* synopsis) {
-  // No command takes positional arguments: collect them to name the first in the error.
+           po::variables_map& vm, std::ostream& out, const char* synopsis,
+           const char* positional = nullptr) {
+  // Collect unwanted positional arguments to name the first in the error.
   po::options_description all(desc);
-  all.add_options()("unexpected", po::value<std::vector<std::string>>());
-  po::positional_options_description positional;
-  positional.add("unexpected", -1);
-  po::store(po::command_line_parser(args).options(all).positional(positional).run(), vm);
+  if (positional == nullptr) {
+    all.add_options()("unexpected", po::value<std::vector<std::string>>());
+  }
+  po::positional_options_description positionals;
+  positionals.add(positional != nullptr ? positional : "unexpected", -1);
+  po::store(po::command_line_parser(args).options(all).positional(positionals).run(), vm);
   if (vm.count("unexpected") != 0) {
     throw Usage{"unexpected argument '" + vm["unexpected"].as<std::vector<std::string>>().front() +
                 "' (see --help)"};
@@ -190,6 +198,8 @@ int cmd_simulate(const std::vector<std::string>& args, std::ostream& out) {
      "the file)")
     ("write-schedule", po::value<std::string>(),
      "also write the simulated schedule to this CSV file")
+    ("trace-json", po::value<std::string>(),
+     "also write the simulated timeline to this Chrome/Perfetto trace JSON file")
     ("exact", po::bool_switch(),
      "zb-1p, zb-2p, zb-auto: improve the heuristic's schedule with the exact ILP (CBC), "
      "warm-started from it; reports the optimum, or the best bound and gap (p*m <= 200)")
@@ -203,7 +213,8 @@ int cmd_simulate(const std::vector<std::string>& args, std::ostream& out) {
   if (!parse(args, desc, vm, out,
              "usage: bubblesim simulate (-s NAME | --schedule-file FILE.csv) [-p P] [-m M] "
              "[--f MS] [--b MS] [--w MS] [--comm MS] [--mem-limit M | --mem-limit-sweep "
-             "FROM:TO:STEP] [--exact [--time-limit S]] [--write-schedule FILE.csv] [--json]\n\n"
+             "FROM:TO:STEP] [--exact [--time-limit S]] [--write-schedule FILE.csv] "
+             "[--trace-json FILE.json] [--json]\n\n"
              "Simulates one schedule and prints its iteration time, bubble rate and peak "
              "activation memory, per device.")) {
     return 0;
@@ -219,10 +230,10 @@ int cmd_simulate(const std::vector<std::string>& args, std::ostream& out) {
   }
   const bool sweep = vm.count("mem-limit-sweep") != 0;
   if (sweep && (exact || !vm["mem-limit"].defaulted() || vm.count("write-schedule") != 0 ||
-                vm.count("schedule-file") != 0)) {
+                vm.count("schedule-file") != 0 || vm.count("trace-json") != 0)) {
     throw InvalidArgument(
         "option --mem-limit-sweep: takes -s NAME and cannot be combined with --mem-limit, "
-        "--exact, --write-schedule or --schedule-file");
+        "--exact, --write-schedule, --trace-json or --schedule-file");
   }
   if (exact && vm.count("schedule-file") != 0) {
     throw InvalidArgument(
@@ -253,6 +264,16 @@ int cmd_simulate(const std::vector<std::string>& args, std::ostream& out) {
   }
   if (vm.count("write-schedule") != 0) {
     traces::save_schedule_csv(vm["write-schedule"].as<std::string>(), schedule);
+  }
+  if (vm.count("trace-json") != 0) {
+    // Run again with an observer for the transfers: the plain run needs none, and is faster.
+    const sim::PerDeviceCostModel costs(in.device_costs, run.params.chunks);
+    sim::Engine engine(schedule, costs);
+    traces::TransferLog transfers;
+    engine.add_observer(transfers);
+    const sim::Timeline timeline = engine.run();
+    traces::save_perfetto_trace(vm["trace-json"].as<std::string>(), schedule, timeline,
+                                transfers.transfers(), costs);
   }
   if (in.json) {
     write_json(out, run);
@@ -300,6 +321,47 @@ int cmd_compare(const std::vector<std::string>& args, std::ostream& out, std::os
   return 0;
 }
 
+int cmd_import(const std::vector<std::string>& args, std::ostream& out) {
+  po::options_description desc("options");
+  // clang-format off
+  desc.add_options()
+    ("help,h", "show this help")
+    ("trace", po::value<std::vector<std::string>>(), "trace files (positional)")
+    ("summary", po::bool_switch(), "print the profile as tables (the default)")
+    ("json", po::bool_switch(), "print the per-pass statistics as a JSON array instead")
+    ("label-regex", po::value<std::string>(),
+     "name ranges by this regular expression with named groups pass (F, B, W, BW; I for B) "
+     "and optionally stage, microbatch, chunk, instead of PyTorch's PP:<stage><F|I|W|B><mb>");
+  // clang-format on
+  po::variables_map vm;
+  if (!parse(args, desc, vm, out,
+             "usage: bubblesim import TRACE... [--summary | --json] [--label-regex REGEX]\n\n"
+             "Reads PyTorch profiler (Kineto) Chrome-trace JSON files, plain or .gz, attributes "
+             "their kernels to the pipeline passes' labelled ranges and prints per stage and "
+             "pass the kernel time, and the NCCL kernels by collective.",
+             "trace")) {
+    return 0;
+  }
+  if (vm.count("trace") == 0) throw Usage{"give one or more trace files (see --help)"};
+  if (vm["summary"].as<bool>() && vm["json"].as<bool>()) {
+    throw Usage{"give --summary or --json, not both"};
+  }
+  std::unique_ptr<traces::RangeLabeller> labeller;
+  if (vm.count("label-regex") != 0) {
+    labeller = std::make_unique<traces::RegexLabeller>(vm["label-regex"].as<std::string>());
+  } else {
+    labeller = std::make_unique<traces::PipeliningLabeller>();
+  }
+  const traces::Profile profile =
+      traces::import_kineto_traces(vm["trace"].as<std::vector<std::string>>(), *labeller);
+  if (vm["json"].as<bool>()) {
+    write_profile_json(out, profile);
+  } else {
+    write_profile_table(out, profile);
+  }
+  return 0;
+}
+
 std::string one_line(std::string text) {
   std::replace(text.begin(), text.end(), '\n', ' ');
   return text;
@@ -326,11 +388,15 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
       status = cmd_simulate(rest, buffer);
     } else if (command == "compare") {
       status = cmd_compare(rest, buffer, err);
+    } else if (command == "import") {
+      status = cmd_import(rest, buffer);
     } else if (command.empty()) {
-      throw Usage{"missing command; valid commands are: schedules, simulate, compare (see --help)"};
+      throw Usage{
+          "missing command; valid commands are: schedules, simulate, compare, import (see "
+          "--help)"};
     } else {
       throw Usage{"unknown command '" + command +
-                  "'; valid commands are: schedules, simulate, compare"};
+                  "'; valid commands are: schedules, simulate, compare, import"};
     }
     out << buffer.str() << std::flush;
     return status;

@@ -288,4 +288,59 @@ void write_compare_table(std::ostream& out, const RunInputs& in,
              "on the same devices = 1x.\n");
 }
 
+void write_profile_table(std::ostream& out, const traces::Profile& profile) {
+  fmt::print(out,
+             "{} kernels ({} NCCL), {:.3f} ms of kernel time; {} memcpy, {} memset; {} labelled "
+             "ranges with GPU work, {} GPU ops outside them\n",
+             profile.kernels, profile.comms.size(), sim::ns_to_ms(profile.total_kernel_ns),
+             profile.memcpys, profile.memsets, profile.passes.size(), profile.unattributed_gpu_ops);
+  for (const traces::DeviceInfo& d : profile.devices) {
+    fmt::print(out, "trace {} device {}: {}, {} kernels\n", d.trace, d.device,
+               d.name.empty() ? "(no name in the trace)" : d.name, d.kernels);
+  }
+  fmt::print(out, "\n{:>5}  {:<4} {:>7} {:>16} {:>11} {:>11} {:>11} {:>14}\n", "stage", "pass",
+             "count", "total kernel ms", "median ms", "p10 ms", "p90 ms", "median span ms");
+  for (const traces::PassStats& p : traces::pass_stats(profile)) {
+    fmt::print(out, "{:>5}  {:<4} {:>7} {:>16.3f} {:>11.3f} {:>11.3f} {:>11.3f} {:>14.3f}\n",
+               p.stage == traces::kNoNumber ? std::string("-") : std::to_string(p.stage),
+               sim::to_string(p.pass), p.kernel.count, p.kernel.total_ms, p.kernel.median_ms,
+               p.kernel.p10_ms, p.kernel.p90_ms, p.span.median_ms);
+  }
+  if (profile.passes.empty()) {
+    fmt::print(out,
+               "(no labelled ranges: PyTorch pipelining's PP:<stage><F|I|W|B><mb>, or see "
+               "--label-regex)\n");
+  }
+  fmt::print(out, "\n{:<15} {:>7} {:>12} {:>11} {:>16}\n", "NCCL collective", "count", "total ms",
+             "median ms", "input bytes");
+  if (profile.comms.empty()) fmt::print(out, "(no NCCL kernels)\n");
+  for (const traces::CommStats& c : traces::comm_stats(profile)) {
+    fmt::print(out, "{:<15} {:>7} {:>12.3f} {:>11.3f} {:>16}\n", traces::to_string(c.collective),
+               c.duration.count, c.duration.total_ms, c.duration.median_ms,
+               c.sized == 0 ? std::string("-") : std::to_string(c.in_bytes));
+  }
+}
+
+void write_profile_json(std::ostream& out, const traces::Profile& profile) {
+  with_writer(out, [&](Writer& w) {
+    w.StartArray();
+    for (const traces::PassStats& p : traces::pass_stats(profile)) {
+      w.StartObject();
+      w.Key("stage");
+      p.stage == traces::kNoNumber ? w.Null() : w.Int(p.stage);
+      const std::string_view pass = sim::to_string(p.pass);
+      w.Key("pass");
+      w.String(pass.data(), static_cast<rapidjson::SizeType>(pass.size()));
+      put(w, "count", static_cast<int>(p.kernel.count));
+      put(w, "total_kernel_ms", p.kernel.total_ms);
+      put(w, "median_ms", p.kernel.median_ms);
+      put(w, "p10_ms", p.kernel.p10_ms);
+      put(w, "p90_ms", p.kernel.p90_ms);
+      put(w, "median_span_ms", p.span.median_ms);
+      w.EndObject();
+    }
+    w.EndArray();
+  });
+}
+
 }  // namespace bubblesim::cli

@@ -8,6 +8,7 @@
 
 #include "sim/cli/options.h"
 #include "sim/metrics.h"
+#include "traces/profile.h"
 
 namespace bubblesim::cli {
 
@@ -64,5 +65,14 @@ void write_sweep_json(std::ostream& out, const std::vector<SweepPoint>& points);
 // Several schedules side by side, the best value of each column marked with '*'.
 void write_compare_table(std::ostream& out, const RunInputs& in,
                          const std::vector<RunSummary>& runs);
+
+// An imported profile (`bubblesim import`): a line of totals, a table of stage x pass (count,
+// total kernel ms, median, p10, p90 of the kernel time, median GPU span), the NCCL kernels by
+// collective and the devices.
+void write_profile_table(std::ostream& out, const traces::Profile& profile);
+// The stage x pass table as a JSON array of {"stage" (null when the labels carry none),
+// "pass" ("F", "B", "W", "BW"), "count", "total_kernel_ms", "median_ms", "p10_ms", "p90_ms",
+// "median_span_ms"}.
+void write_profile_json(std::ostream& out, const traces::Profile& profile);
 
 }  // namespace bubblesim::cli

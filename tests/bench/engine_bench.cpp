@@ -2,12 +2,8 @@
 //   cmake --build build --target bubblesim_bench && ./build/tests/bubblesim_bench
 // Never part of the test suite.
 #include <benchmark/benchmark.h>
-#include <malloc.h>
 
-#include <atomic>
-#include <cstdlib>
-#include <new>
-
+#include "heap.h"
 #include "sim/cost_model.h"
 #include "sim/engine.h"
 #include "sim/schedules/dual_pipe.h"
@@ -15,37 +11,6 @@
 #include "sim/schedules/v_shape.h"
 #include "sim/schedules/zb_auto.h"
 #include "sim/simulation.h"
-
-namespace {
-
-// Live heap bytes, to report the peak memory a run needs per op.
-std::atomic<std::size_t> g_live{0};
-std::atomic<std::size_t> g_peak{0};
-
-void track(std::ptrdiff_t delta) {
-  const std::size_t live =
-      g_live.fetch_add(static_cast<std::size_t>(delta)) + static_cast<std::size_t>(delta);
-  std::size_t peak = g_peak.load();
-  while (live > peak && !g_peak.compare_exchange_weak(peak, live)) {
-  }
-}
-
-}  // namespace
-
-void* operator new(std::size_t size) {
-  void* p = std::malloc(size == 0 ? 1 : size);
-  if (p == nullptr) throw std::bad_alloc();
-  track(static_cast<std::ptrdiff_t>(malloc_usable_size(p)));
-  return p;
-}
-void operator delete(void* p) noexcept {
-  if (p == nullptr) return;
-  track(-static_cast<std::ptrdiff_t>(malloc_usable_size(p)));
-  std::free(p);
-}
-void operator delete(void* p, std::size_t) noexcept {
-  operator delete(p);
-}
 
 namespace {
 
@@ -92,12 +57,13 @@ void BM_BytesPerOp(benchmark::State& state, const char* name) {
   const auto model = costs(p);
   double per_op = 0;
   for (auto _ : state) {
-    const std::size_t base = g_live.load();
-    g_peak.store(base);
+    bubblesim::bench::reset_peak_heap();
+    const std::size_t base = bubblesim::bench::live_heap_bytes();
     const auto schedule = registry().get(name).generate(ScheduleParams{p, m, 1});
     auto timeline = bubblesim::sim::Engine(schedule, model).run();
     benchmark::DoNotOptimize(timeline);
-    per_op = static_cast<double>(g_peak.load() - base) / static_cast<double>(schedule.num_ops());
+    per_op = static_cast<double>(bubblesim::bench::peak_heap_bytes() - base) /
+             static_cast<double>(schedule.num_ops());
   }
   state.counters["bytes_per_op"] = per_op;
 }
@@ -169,5 +135,3 @@ BENCHMARK_CAPTURE(BM_BytesPerOp, zb_h1, "zb-h1")
     ->Args({64, 4096})
     ->Iterations(3)
     ->Unit(benchmark::kMillisecond);
-
-BENCHMARK_MAIN();

@@ -1,0 +1,788 @@
+#include "traces/kineto_trace.h"
+
+#include <rapidjson/error/en.h>
+#include <rapidjson/reader.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <optional>
+#include <queue>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+
+namespace bubblesim::traces {
+
+namespace {
+
+using sim::TimeNs;
+
+// A RapidJSON input stream over gzread, in the manner of rapidjson::FileReadStream: the
+// buffer ends with a '\0' sentinel once the input is exhausted, so Peek is one load.
+class InflatingStream {
+ public:
+  using Ch = char;
+
+  explicit InflatingStream(const std::string& path)
+      : path_(path), file_(gzopen(path.c_str(), "rb"), &gzclose), buffer_(kBufferBytes + 1) {
+    if (!file_) throw TraceFormatError(path + ": cannot open: " + std::strerror(errno));
+    gzbuffer(file_.get(), kBufferBytes);
+    compressed_ = gzdirect(file_.get()) == 0;  // looks at the header, before any read
+    fill();
+  }
+
+  Ch Peek() const { return *current_; }
+  Ch Take() {
+    const Ch c = *current_;
+    if (current_ < last_) {
+      ++current_;
+    } else if (!eof_) {
+      fill();
+    }
+    return c;
+  }
+  // RapidJSON's SkipWhitespace, without reloading the position for every character.
+  void skip_whitespace() {
+    for (;;) {
+      char* p = current_;
+      while (p < last_ && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t'))
+        ++p;
+      current_ = p;
+      const char c = *p;
+      if (p < last_ || eof_ || (c != ' ' && c != '\n' && c != '\r' && c != '\t')) return;
+      fill();  // the last character of the buffer was whitespace too
+    }
+  }
+
+  std::size_t Tell() const {
+    return consumed_ + static_cast<std::size_t>(current_ - buffer_.data());
+  }
+
+  // The stream concept requires them; a reader that is not in situ never calls them.
+  Ch* PutBegin() { return nullptr; }
+  void Put(Ch) {}
+  void Flush() {}
+  std::size_t PutEnd(Ch*) { return 0; }
+
+  // "FILE: byte N of the decompressed stream" (plain files: "FILE: byte N").
+  std::string at(std::size_t offset) const {
+    return path_ + ": byte " + std::to_string(offset) +
+           (compressed_ ? " of the decompressed stream" : "");
+  }
+
+ private:
+  static constexpr unsigned kBufferBytes = 1u << 18;
+
+  void fill() {
+    consumed_ += read_;
+    const int n = gzread(file_.get(), buffer_.data(), kBufferBytes);
+    int code = Z_OK;
+    const char* message = gzerror(file_.get(), &code);
+    if (n < 0 || (code != Z_OK && code != Z_STREAM_END)) {
+      throw TraceFormatError(at(consumed_ + static_cast<std::size_t>(std::max(n, 0))) + ": " +
+                             (code == Z_BUF_ERROR ? "the gzip stream is truncated"
+                                                  : std::string("cannot decompress: ") + message));
+    }
+    read_ = static_cast<std::size_t>(n);
+    current_ = buffer_.data();
+    eof_ = read_ < kBufferBytes;
+    if (eof_) buffer_[read_] = '\0';
+    last_ = buffer_.data() + (eof_ ? read_ : read_ - 1);  // the sentinel, or the last byte
+  }
+
+  std::string path_;
+  std::unique_ptr<gzFile_s, int (*)(gzFile)> file_;
+  bool compressed_ = false;
+  std::vector<char> buffer_;
+  char* current_ = nullptr;
+  char* last_ = nullptr;
+  std::size_t read_ = 0;      // bytes in the buffer
+  std::size_t consumed_ = 0;  // bytes before the buffer
+  bool eof_ = false;
+};
+
+// Found by argument-dependent lookup from rapidjson::GenericReader, in preference to
+// rapidjson's generic template.
+void SkipWhitespace(InflatingStream& is) {
+  is.skip_whitespace();
+}
+
+// Appends with growth by half, not doubling: the peak while a large vector moves is 2.5 times
+// its records, not 3 times.
+template <class T>
+void append(std::vector<T>& v, const T& value) {
+  if (v.size() == v.capacity()) v.reserve(v.size() + v.size() / 2 + 256);
+  v.push_back(value);
+}
+
+enum class GpuOpType : std::uint8_t { Kernel, Memcpy, Memset, Nccl };
+
+// The compact records kept while reading.
+struct GpuOp {
+  TimeNs start_ns;
+  TimeNs dur_ns;
+  std::uint64_t correlation;  // kNoCorrelation: none
+  std::int32_t device;        // args.device, else pid
+  GpuOpType type;
+};
+constexpr std::uint64_t kNoCorrelation = ~std::uint64_t{0};
+
+struct Launch {
+  std::uint64_t correlation;
+  TimeNs ts_ns;
+  std::int64_t process;
+};
+
+struct Range {
+  TimeNs start_ns;
+  TimeNs end_ns;
+  std::int64_t key;  // process (CPU ranges) or device pid (GPU ranges)
+  RangeLabel label;
+  Collective collective;  // nccl:* ranges
+};
+
+struct NcclKernel {
+  std::uint32_t op;  // index into the GPU ops
+  Collective from_name;
+  Collective from_metadata;
+  Collective from_annotation = Collective::Unknown;
+  std::int64_t in_bytes;
+  std::int64_t out_bytes;
+};
+
+// Bytes of one element of a PyTorch dtype name as the profiler records it ("Float", "BFloat16").
+std::int64_t dtype_bytes(std::string_view dtype) {
+  static const std::unordered_map<std::string_view, std::int64_t> kSizes = {
+      {"Float", 4},        {"Double", 8},        {"Half", 2},          {"BFloat16", 2},
+      {"Int", 4},          {"Long", 8},          {"Short", 2},         {"Char", 1},
+      {"Byte", 1},         {"Bool", 1},          {"Float8_e4m3fn", 1}, {"Float8_e5m2", 1},
+      {"ComplexFloat", 8}, {"ComplexDouble", 16}};
+  const auto it = kSizes.find(dtype);
+  return it == kSizes.end() ? -1 : it->second;
+}
+
+// Parses a JSON number of microseconds into nanoseconds from its digits. False for a number
+// it cannot represent that way (an exponent beyond what fits).
+bool parse_us(std::string_view s, TimeNs& ns) {
+  std::size_t i = 0;
+  const bool negative = !s.empty() && s[0] == '-';
+  if (negative) ++i;
+  std::int64_t whole = 0;
+  for (; i < s.size() && s[i] >= '0' && s[i] <= '9'; ++i) {
+    if (whole > (INT64_MAX / 1000 - 9) / 10) return false;
+    whole = whole * 10 + (s[i] - '0');
+  }
+  std::int64_t fraction = 0;  // in ns
+  if (i < s.size() && s[i] == '.') {
+    int digits = 0;
+    bool round_up = false;
+    for (++i; i < s.size() && s[i] >= '0' && s[i] <= '9'; ++i, ++digits) {
+      if (digits < 3) {
+        fraction = fraction * 10 + (s[i] - '0');
+      } else if (digits == 3) {
+        round_up = s[i] >= '5';
+      }
+    }
+    for (; digits < 3; ++digits)
+      fraction *= 10;
+    fraction += round_up ? 1 : 0;
+  }
+  if (i < s.size()) {  // an exponent: rare, so through floating point
+    const double us = std::strtod(std::string(s).c_str(), nullptr);
+    if (!(std::abs(us) < 9e12)) return false;
+    ns = static_cast<TimeNs>(std::llround(us * 1000));
+    return true;
+  }
+  ns = whole * 1000 + fraction;
+  if (negative) ns = -ns;
+  return true;
+}
+
+bool parse_int(std::string_view s, std::int64_t& value) {
+  std::size_t i = s.size() > 0 && s[0] == '-' ? 1 : 0;
+  if (i == s.size() || s.size() - i > 18) return false;
+  std::int64_t v = 0;
+  for (; i < s.size(); ++i) {
+    if (s[i] < '0' || s[i] > '9') return false;
+    v = v * 10 + (s[i] - '0');
+  }
+  value = s[0] == '-' ? -v : v;
+  return true;
+}
+
+enum class Category : std::uint8_t {
+  Other,
+  Kernel,
+  Memcpy,
+  Memset,
+  Runtime,
+  Annotation,
+  GpuAnnotation,
+  BubblesimOp
+};
+
+// Kineto's categories; older PyTorch profilers (1.8) wrote Kernel, Memcpy, Memset, Runtime.
+Category category_of(std::string_view cat) {
+  if (cat == "kernel" || cat == "Kernel") return Category::Kernel;
+  if (cat == "gpu_memcpy" || cat == "Memcpy") return Category::Memcpy;
+  if (cat == "gpu_memset" || cat == "Memset") return Category::Memset;
+  if (cat == "cuda_runtime" || cat == "cuda_driver" || cat == "Runtime") return Category::Runtime;
+  if (cat == "user_annotation") return Category::Annotation;
+  if (cat == "gpu_user_annotation") return Category::GpuAnnotation;
+  if (cat == "bubblesim_op") return Category::BubblesimOp;
+  return Category::Other;
+}
+
+// The fields of one event that the importer reads.
+enum class Field : std::uint8_t {
+  None,
+  Ph,
+  Cat,
+  Name,
+  Pid,
+  Ts,
+  Dur,
+  Args,
+  // args.*
+  Correlation,
+  Device,
+  CollectiveName,
+  InNelems,
+  OutNelems,
+  Dtype,
+  Stage,
+  Chunk,
+  Microbatch,
+  Pass,
+  // deviceProperties[*].*
+  DeviceId,
+  DeviceName
+};
+
+struct Event {
+  bool complete = false;  // "ph": "X"
+  Category category = Category::Other;
+  std::string name;
+  std::int64_t pid = 0;
+  std::optional<TimeNs> ts_ns, dur_ns;
+  std::uint64_t correlation = kNoCorrelation;
+  std::optional<std::int64_t> device;
+  std::string collective_name, dtype, pass;
+  std::int64_t in_nelems = -1, out_nelems = -1;
+  std::int64_t stage = kNoNumber, chunk = kNoNumber, microbatch = kNoNumber;
+};
+
+// Everything read from one trace.
+struct TraceRecords {
+  std::vector<GpuOp> ops;
+  std::vector<Launch> launches;
+  std::vector<Range> cpu_ranges, gpu_ranges, nccl_ranges;
+  std::vector<NcclKernel> nccl;
+  std::vector<PassSample> direct;  // bubblesim_op events
+  std::map<std::int32_t, std::string> device_names;
+};
+
+// The SAX handler. Levels count open objects and arrays: the events are the objects inside
+// the events array (at events_level_), their args one level deeper.
+class Handler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Handler> {
+ public:
+  Handler(const RangeLabeller& labeller, TraceRecords& records)
+      : labeller_(labeller), records_(records) {}
+
+  const std::string& error() const { return error_; }
+  bool found_events() const { return events_level_ != 0; }
+
+  bool StartObject() {
+    ++level_;
+    if (in_events_ && level_ == events_level_ + 1) {
+      event_ = Event{};
+      event_.name.swap(name_buffer_);  // keeps the capacity
+      event_.name.clear();
+    } else if (in_devices_ && level_ == 3) {
+      device_id_.reset();
+      device_name_.clear();
+    } else if (pending_ == Field::Args && in_events_ && level_ == events_level_ + 2) {
+      in_args_ = true;
+    } else if (expecting_events_) {
+      return fail("\"traceEvents\" must be an array of events");
+    }
+    pending_ = Field::None;
+    return true;
+  }
+
+  bool EndObject(rapidjson::SizeType) {
+    if (in_events_ && level_ == events_level_ + 1) {
+      if (!finish_event()) return false;
+      name_buffer_.swap(event_.name);
+    } else if (in_devices_ && level_ == 3 && device_id_) {
+      records_.device_names[static_cast<std::int32_t>(*device_id_)] = device_name_;
+    } else if (in_args_ && level_ == events_level_ + 2) {
+      in_args_ = false;
+    }
+    --level_;
+    return true;
+  }
+
+  bool StartArray() {
+    ++level_;
+    if (level_ == 1) {  // a bare array of events
+      top_is_array_ = true;
+      events_level_ = 1;
+      in_events_ = true;
+    } else if (expecting_events_) {
+      events_level_ = level_;
+      in_events_ = true;
+      expecting_events_ = false;
+    } else if (level_ == 2 && top_key_ == TopKey::Devices) {
+      in_devices_ = true;
+    } else if (in_events_ && level_ == events_level_ + 1) {
+      return fail("expected an event object in \"traceEvents\"");
+    }
+    pending_ = Field::None;
+    return true;
+  }
+
+  bool EndArray(rapidjson::SizeType) {
+    if (in_events_ && level_ == events_level_) in_events_ = false;
+    if (in_devices_ && level_ == 2) in_devices_ = false;
+    --level_;
+    return true;
+  }
+
+  bool Key(const char* str, rapidjson::SizeType length, bool) {
+    const std::string_view key(str, length);
+    pending_ = Field::None;
+    if (level_ == 1 && !top_is_array_) {
+      top_key_ = key == "traceEvents"        ? TopKey::Events
+                 : key == "deviceProperties" ? TopKey::Devices
+                                             : TopKey::Other;
+      expecting_events_ = top_key_ == TopKey::Events;
+      if (expecting_events_ && events_level_ != 0) return fail("\"traceEvents\" appears twice");
+    } else if (in_events_ && level_ == events_level_ + 1) {
+      pending_ = key == "ph"     ? Field::Ph
+                 : key == "cat"  ? Field::Cat
+                 : key == "name" ? Field::Name
+                 : key == "pid"  ? Field::Pid
+                 : key == "ts"   ? Field::Ts
+                 : key == "dur"  ? Field::Dur
+                 : key == "args" ? Field::Args
+                                 : Field::None;
+    } else if (in_args_ && level_ == events_level_ + 2) {
+      pending_ = key == "correlation"       ? Field::Correlation
+                 : key == "device"          ? Field::Device
+                 : key == "Collective name" ? Field::CollectiveName
+                 : key == "In msg nelems"   ? Field::InNelems
+                 : key == "Out msg nelems"  ? Field::OutNelems
+                 : key == "dtype"           ? Field::Dtype
+                 : key == "stage"           ? Field::Stage
+                 : key == "chunk"           ? Field::Chunk
+                 : key == "microbatch"      ? Field::Microbatch
+                 : key == "pass"            ? Field::Pass
+                                            : Field::None;
+    } else if (in_devices_ && level_ == 3) {
+      pending_ = key == "id" ? Field::DeviceId : key == "name" ? Field::DeviceName : Field::None;
+    }
+    return true;
+  }
+
+  bool String(const char* str, rapidjson::SizeType length, bool) {
+    if (!scalar()) return false;
+    const std::string_view s(str, length);
+    switch (std::exchange(pending_, Field::None)) {
+      case Field::Ph:
+        event_.complete = s == "X";
+        break;
+      case Field::Cat:
+        event_.category = category_of(s);
+        break;
+      case Field::Name:
+        event_.name.assign(s);
+        break;
+      case Field::Pid:
+        event_.pid = intern(s);
+        break;
+      case Field::Ts:
+      case Field::Dur:
+        return fail("\"ts\" and \"dur\" must be numbers");
+      case Field::CollectiveName:
+        event_.collective_name.assign(s);
+        break;
+      case Field::Dtype:
+        event_.dtype.assign(s);
+        break;
+      case Field::Pass:
+        event_.pass.assign(s);
+        break;
+      case Field::DeviceName:
+        device_name_.assign(s);
+        break;
+      default:
+        break;
+    }
+    return true;
+  }
+
+  bool RawNumber(const char* str, rapidjson::SizeType length, bool) {
+    if (!scalar()) return false;
+    const std::string_view s(str, length);
+    std::int64_t value = 0;
+    const Field field = std::exchange(pending_, Field::None);
+    switch (field) {
+      case Field::Ts:
+      case Field::Dur: {
+        TimeNs ns = 0;
+        if (!parse_us(s, ns)) return fail("time " + std::string(s) + " is out of range");
+        (field == Field::Ts ? event_.ts_ns : event_.dur_ns) = ns;
+        return true;
+      }
+      case Field::None:
+        return true;
+      default:
+        break;
+    }
+    if (!parse_int(s, value)) return true;  // not an integer: not one of ours
+    switch (field) {
+      case Field::Pid:
+        event_.pid = value;
+        break;
+      case Field::Correlation:
+        event_.correlation = static_cast<std::uint64_t>(value);
+        break;
+      case Field::Device:
+        event_.device = value;
+        break;
+      case Field::InNelems:
+        event_.in_nelems = value;
+        break;
+      case Field::OutNelems:
+        event_.out_nelems = value;
+        break;
+      case Field::Stage:
+        event_.stage = value;
+        break;
+      case Field::Chunk:
+        event_.chunk = value;
+        break;
+      case Field::Microbatch:
+        event_.microbatch = value;
+        break;
+      case Field::DeviceId:
+        device_id_ = value;
+        break;
+      default:
+        break;
+    }
+    return true;
+  }
+
+  bool Default() { return scalar(); }  // null, booleans
+
+ private:
+  enum class TopKey : std::uint8_t { Other, Events, Devices };
+
+  bool fail(std::string message) {
+    error_ = std::move(message);
+    return false;
+  }
+
+  // A scalar value: only its key's field may take it.
+  bool scalar() {
+    if (expecting_events_) return fail("\"traceEvents\" must be an array of events");
+    if (in_events_ && level_ == events_level_) {
+      return fail("expected an event object in \"traceEvents\"");
+    }
+    return true;
+  }
+
+  std::int64_t intern(std::string_view s) {
+    const auto [it, fresh] =
+        string_pids_.emplace(std::string(s), -1 - static_cast<std::int64_t>(string_pids_.size()));
+    return it->second;
+  }
+
+  bool finish_event() {
+    Event& e = event_;
+    ++event_index_;
+    if (!e.complete || e.category == Category::Other) return true;
+    if (!e.ts_ns || !e.dur_ns) {
+      return fail("event " + std::to_string(event_index_ - 1) + " ('" + e.name.substr(0, 80) +
+                  "') has no \"ts\" or no \"dur\"");
+    }
+    const TimeNs start = *e.ts_ns, end = *e.ts_ns + *e.dur_ns;
+    switch (e.category) {
+      case Category::Kernel:
+      case Category::Memcpy:
+      case Category::Memset: {
+        GpuOpType type = e.category == Category::Memcpy   ? GpuOpType::Memcpy
+                         : e.category == Category::Memset ? GpuOpType::Memset
+                                                          : GpuOpType::Kernel;
+        if (type == GpuOpType::Kernel && is_nccl_kernel(e.name)) {
+          type = GpuOpType::Nccl;
+          const std::int64_t size = dtype_bytes(e.dtype);
+          const auto bytes = [&](std::int64_t nelems) {
+            return nelems >= 0 && size > 0 ? nelems * size : -1;
+          };
+          append(records_.nccl,
+                 NcclKernel{static_cast<std::uint32_t>(records_.ops.size()),
+                            collective_of_kernel(e.name), collective_of_text(e.collective_name),
+                            Collective::Unknown, bytes(e.in_nelems), bytes(e.out_nelems)});
+        }
+        append(records_.ops, GpuOp{start, *e.dur_ns, e.correlation,
+                                   static_cast<std::int32_t>(e.device.value_or(e.pid)), type});
+        break;
+      }
+      case Category::Runtime:
+        if (e.correlation != kNoCorrelation && (e.name.find("Launch") != std::string::npos ||
+                                                e.name.find("Memcpy") != std::string::npos ||
+                                                e.name.find("Memset") != std::string::npos)) {
+          append(records_.launches, Launch{e.correlation, start, e.pid});
+        }
+        break;
+      case Category::Annotation:
+        if (e.name.compare(0, 5, "nccl:") == 0) {
+          append(records_.nccl_ranges, Range{start, end, e.pid, {}, collective_of_text(e.name)});
+        } else if (const auto label = label_of(e.name)) {
+          append(records_.cpu_ranges, Range{start, end, e.pid, *label, Collective::Unknown});
+        }
+        break;
+      case Category::GpuAnnotation:
+        if (const auto label = label_of(e.name)) {
+          append(records_.gpu_ranges, Range{start, end, e.pid, *label, Collective::Unknown});
+        }
+        break;
+      case Category::BubblesimOp: {
+        const std::optional<sim::OpKind> pass = pass_of(e.pass);
+        if (!pass) {
+          return fail("bubblesim op " + e.name + " has pass '" + e.pass +
+                      "' (expected F, B, W or BW)");
+        }
+        const RangeLabel label{*pass, static_cast<std::int32_t>(e.stage),
+                               static_cast<std::int32_t>(e.microbatch),
+                               static_cast<std::int32_t>(e.chunk)};
+        append(records_.direct, PassSample{label, 0, e.pid, start, end, *e.dur_ns, 1});
+        break;
+      }
+      case Category::Other:
+        break;
+    }
+    return true;
+  }
+
+  // The labeller, through a cache: range names repeat.
+  std::optional<RangeLabel> label_of(const std::string& name) {
+    const auto it = labels_.find(name);
+    if (it != labels_.end()) return it->second;
+    return labels_.emplace(name, labeller_.label(name)).first->second;
+  }
+
+  const RangeLabeller& labeller_;
+  TraceRecords& records_;
+  std::string error_;
+  int level_ = 0;
+  int events_level_ = 0;  // level of the events array; 0 until found
+  bool top_is_array_ = false;
+  bool expecting_events_ = false;  // after the key "traceEvents"
+  bool in_events_ = false;         // inside the events array (at any depth)
+  bool in_args_ = false;
+  bool in_devices_ = false;
+  TopKey top_key_ = TopKey::Other;
+  Field pending_ = Field::None;
+  Event event_;
+  std::string name_buffer_;
+  std::size_t event_index_ = 0;
+  std::optional<std::int64_t> device_id_;
+  std::string device_name_;
+  std::unordered_map<std::string, std::int64_t> string_pids_;
+  std::unordered_map<std::string, std::optional<RangeLabel>> labels_;
+};
+
+// A point in time on a process or device, to be placed in the ranges of that key.
+struct Query {
+  std::int64_t key;
+  TimeNs ts_ns;
+  std::uint32_t item;
+};
+
+// For each query (in any order), calls match(query, range index) with the innermost range of
+// its key that contains it (start <= ts <= end; the latest start wins), if any. Sorts both.
+template <class Match>
+void place(std::vector<Range>& ranges, std::vector<Query>& queries, Match match) {
+  std::sort(ranges.begin(), ranges.end(), [](const Range& a, const Range& b) {
+    return a.key != b.key ? a.key < b.key : a.start_ns < b.start_ns;
+  });
+  std::sort(queries.begin(), queries.end(), [](const Query& a, const Query& b) {
+    return a.key != b.key ? a.key < b.key : a.ts_ns < b.ts_ns;
+  });
+  // Ranges open at the current time, latest start on top; ended ones leave lazily, when they
+  // come to the top (below the top they can never win).
+  std::priority_queue<std::size_t> open;
+  std::size_t next = 0;
+  for (std::size_t q = 0; q < queries.size(); ++q) {
+    const Query& query = queries[q];
+    if (q == 0 || query.key != queries[q - 1].key) {
+      open = {};
+      while (next < ranges.size() && ranges[next].key < query.key)
+        ++next;
+    }
+    while (next < ranges.size() && ranges[next].key == query.key &&
+           ranges[next].start_ns <= query.ts_ns) {
+      open.push(next++);
+    }
+    while (!open.empty() && ranges[open.top()].end_ns < query.ts_ns)
+      open.pop();
+    if (!open.empty()) match(query, open.top());
+  }
+}
+
+void read_trace(const std::string& path, const RangeLabeller& labeller, TraceRecords& records) {
+  InflatingStream stream(path);
+  Handler handler(labeller, records);
+  rapidjson::Reader reader;
+  const rapidjson::ParseResult result =
+      reader.Parse<rapidjson::kParseNumbersAsStringsFlag>(stream, handler);
+  if (result.IsError()) {
+    const std::string why =
+        !handler.error().empty()
+            ? handler.error()
+            : std::string("not valid JSON: ") + rapidjson::GetParseError_En(result.Code());
+    throw TraceFormatError(stream.at(result.Offset()) + ": " + why);
+  }
+  if (!handler.found_events()) {
+    throw TraceFormatError(stream.at(stream.Tell()) +
+                           ": not a Chrome trace: no \"traceEvents\" array of events");
+  }
+}
+
+// Attributes the records of trace `trace` and adds them to `profile`.
+void add_trace(TraceRecords& r, std::int32_t trace, Profile& profile) {
+  std::sort(r.launches.begin(), r.launches.end(),
+            [](const Launch& a, const Launch& b) { return a.correlation < b.correlation; });
+  const auto launch_of = [&](const GpuOp& op) -> const Launch* {
+    if (op.correlation == kNoCorrelation) return nullptr;
+    const auto it =
+        std::lower_bound(r.launches.begin(), r.launches.end(), op.correlation,
+                         [](const Launch& l, std::uint64_t c) { return l.correlation < c; });
+    return it != r.launches.end() && it->correlation == op.correlation ? &*it : nullptr;
+  };
+
+  // One sample per labelled range, filled by the ops placed in it.
+  std::vector<PassSample> cpu_samples(r.cpu_ranges.size()), gpu_samples(r.gpu_ranges.size());
+  const auto add_op = [&](PassSample& s, const Range& range, const GpuOp& op) {
+    if (s.gpu_ops == 0) {
+      s = PassSample{range.label, trace, range.key, op.start_ns, op.start_ns + op.dur_ns, 0, 0};
+    }
+    s.gpu_start_ns = std::min(s.gpu_start_ns, op.start_ns);
+    s.gpu_end_ns = std::max(s.gpu_end_ns, op.start_ns + op.dur_ns);
+    s.kernel_ns += op.dur_ns;
+    ++s.gpu_ops;
+  };
+
+  // The peak of an import is here: fit the records to their size before adding the queries.
+  r.ops.shrink_to_fit();
+  r.launches.shrink_to_fit();
+  std::vector<Query> queries;
+  queries.reserve(r.ops.size());
+
+  // Compute ops: by launch in the CPU ranges, the rest by start in the GPU ranges.
+  std::vector<bool> placed(r.ops.size());
+  for (std::uint32_t i = 0; i < r.ops.size(); ++i) {
+    if (r.ops[i].type == GpuOpType::Nccl) continue;
+    if (const Launch* l = launch_of(r.ops[i])) queries.push_back(Query{l->process, l->ts_ns, i});
+  }
+  // place() sorts the ranges: the samples are indexed in that order.
+  place(r.cpu_ranges, queries, [&](const Query& q, std::size_t range) {
+    add_op(cpu_samples[range], r.cpu_ranges[range], r.ops[q.item]);
+    placed[q.item] = true;
+  });
+  queries.clear();
+  for (std::uint32_t i = 0; i < r.ops.size(); ++i) {
+    if (r.ops[i].type != GpuOpType::Nccl && !placed[i]) {
+      queries.push_back(Query{r.ops[i].device, r.ops[i].start_ns, i});
+    }
+  }
+  place(r.gpu_ranges, queries, [&](const Query& q, std::size_t range) {
+    add_op(gpu_samples[range], r.gpu_ranges[range], r.ops[q.item]);
+    placed[q.item] = true;
+  });
+
+  // NCCL kernels: the annotation that encloses their launch.
+  queries.clear();
+  for (std::uint32_t k = 0; k < r.nccl.size(); ++k) {
+    if (const Launch* l = launch_of(r.ops[r.nccl[k].op])) {
+      queries.push_back(Query{l->process, l->ts_ns, k});
+    }
+  }
+  place(r.nccl_ranges, queries, [&](const Query& q, std::size_t range) {
+    r.nccl[q.item].from_annotation = r.nccl_ranges[range].collective;
+  });
+
+  std::size_t first = profile.passes.size();
+  for (auto* samples : {&cpu_samples, &gpu_samples, &r.direct}) {
+    for (PassSample& s : *samples) {
+      if (s.gpu_ops == 0) continue;
+      s.trace = trace;
+      profile.passes.push_back(s);
+    }
+  }
+  std::stable_sort(
+      profile.passes.begin() + static_cast<std::ptrdiff_t>(first), profile.passes.end(),
+      [](const PassSample& a, const PassSample& b) { return a.gpu_start_ns < b.gpu_start_ns; });
+
+  for (const NcclKernel& k : r.nccl) {
+    const GpuOp& op = r.ops[k.op];
+    const Collective collective = k.from_metadata != Collective::Unknown     ? k.from_metadata
+                                  : k.from_annotation != Collective::Unknown ? k.from_annotation
+                                                                             : k.from_name;
+    profile.comms.push_back(
+        CommSample{collective, trace, op.device, op.start_ns, op.dur_ns, k.in_bytes, k.out_bytes});
+  }
+
+  std::map<std::int32_t, std::size_t> kernels_per_device;
+  for (std::size_t i = 0; i < r.ops.size(); ++i) {
+    const GpuOp& op = r.ops[i];
+    switch (op.type) {
+      case GpuOpType::Memcpy:
+        ++profile.memcpys;
+        break;
+      case GpuOpType::Memset:
+        ++profile.memsets;
+        break;
+      case GpuOpType::Kernel:
+      case GpuOpType::Nccl:
+        ++profile.kernels;
+        profile.total_kernel_ns += op.dur_ns;
+        ++kernels_per_device[op.device];
+        break;
+    }
+    if (op.type != GpuOpType::Nccl && !placed[i]) ++profile.unattributed_gpu_ops;
+  }
+  for (const PassSample& s : r.direct) {
+    ++profile.kernels;
+    profile.total_kernel_ns += s.kernel_ns;
+    ++kernels_per_device[static_cast<std::int32_t>(s.process)];
+  }
+  for (const auto& [device, kernels] : kernels_per_device) {
+    const auto name = r.device_names.find(device);
+    profile.devices.push_back(
+        DeviceInfo{trace, device, name == r.device_names.end() ? "" : name->second, kernels});
+  }
+}
+
+}  // namespace
+
+Profile import_kineto_traces(const std::vector<std::string>& paths, const RangeLabeller& labeller) {
+  Profile profile;
+  for (std::size_t i = 0; i < paths.size(); ++i) {
+    TraceRecords records;
+    read_trace(paths[i], labeller, records);
+    add_trace(records, static_cast<std::int32_t>(i), profile);
+  }
+  return profile;
+}
+
+}  // namespace bubblesim::traces
