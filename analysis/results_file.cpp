@@ -381,7 +381,8 @@ RunRecord read_run_group(const Where& at, hid_t group, const std::string& name) 
 // Opens an existing results file read-only and checks what it claims to be.
 Handle open_results(const Where& at, int& format_version) {
   std::error_code ec;
-  if (!std::filesystem::is_regular_file(at.path, ec)) at.fail("no such file");
+  if (!std::filesystem::exists(at.path, ec)) at.fail("no such file");
+  if (!std::filesystem::is_regular_file(at.path, ec)) at.fail("not a regular file");
   if (H5Fis_hdf5(at.path.c_str()) <= 0) {
     at.fail("not an HDF5 file (expected a bubblesim results file)");
   }
@@ -500,7 +501,11 @@ void write_runs(const std::string& path, const std::vector<RunRecord>& runs,
   const std::string temporary = path + "." + std::to_string(::getpid()) + ".tmp";
   try {
     write_file(at, temporary, source, names, runs, writer);
-    at.check(source.close(), "cannot close");
+    if (source >= 0) {
+      at.check(source.close(), "cannot close");
+      // The new file replaces the old one: keep who may read it.
+      std::filesystem::permissions(temporary, std::filesystem::status(path).permissions(), ec);
+    }
     sync(at, temporary);
     if (std::rename(temporary.c_str(), path.c_str()) != 0) {
       at.fail("cannot rename " + temporary + " into place");

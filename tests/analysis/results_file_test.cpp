@@ -46,6 +46,7 @@ class ResultsFileTest : public ::testing::Test {
 };
 
 std::string read_bytes(const std::string& path) {
+  if (!fs::is_regular_file(path)) return {};
   std::ifstream in(path, std::ios::binary);
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
@@ -169,7 +170,9 @@ TEST_F(ResultsFileTest, AppendsKeepOtherRunsAndAClashChangesNothing) {
   }
   EXPECT_EQ(read_bytes(path("r.h5")), before);
 
+  fs::permissions(path("r.h5"), fs::perms::owner_read | fs::perms::owner_write);
   write_runs(path("r.h5"), {a2}, kWriter, /*overwrite=*/true);
+  EXPECT_EQ(fs::status(path("r.h5")).permissions(), fs::perms::owner_read | fs::perms::owner_write);
   const ResultsReader reader(path("r.h5"));
   EXPECT_EQ(reader.run_names(), (std::vector<std::string>{"a", "b"}));
   EXPECT_EQ(reader.read_run("a"), a2);
@@ -271,6 +274,8 @@ TEST_F(ResultsFileTest, ForeignTruncatedAndNewerFilesGiveClearErrors) {
     expect_refused(cut, "");
   }
   EXPECT_THROW(ResultsReader(path("absent.h5")), ResultsFileError);
+  fs::create_directory(path("folder.h5"));
+  expect_refused(path("folder.h5"), "not a regular file");
 }
 
 // The h5py/pandas snippet of docs/results-format.md, run on a file written here.
