@@ -20,6 +20,11 @@ struct RunInputs {
   std::vector<sim::DeviceCosts> device_costs;  // one per device
   bool json = false;
   bool default_example = false;  // p, m and all times left at the embedded example's values
+  // --out: the HDF5 results file the runs are added to, "" for none; --run-name (a name for
+  // the run, "" for the schedule's) and --overwrite (replace runs of the same names).
+  std::string out;
+  std::string run_name;
+  bool overwrite = false;
 };
 
 // The embedded default example: the zero-bubble paper's 1.5B model at p = 8, m = 24
@@ -33,7 +38,8 @@ struct DefaultExample {
   static constexpr const char* kComm = "0.601";
 };
 
-// Adds -p, -m, -v, --f, --b, --w, --comm, --m-b, --m-w and --json to `desc`.
+// Adds -p, -m, -v, --f, --b, --w, --comm, --m-b, --m-w, --mem-limit, --json, --out,
+// --run-name and --overwrite to `desc`.
 void add_run_options(boost::program_options::options_description& desc);
 
 // Reads and checks the options added by add_run_options. With `from_file`, p, m and v are the

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/run_record.h"
 #include "sim/cli/options.h"
 #include "sim/metrics.h"
 
@@ -26,7 +27,8 @@ struct RunSummary {
   std::string schedule;
   sim::ScheduleParams params;
   sim::Metrics metrics;
-  std::optional<ExactSummary> exact;  // with --exact
+  std::optional<ExactSummary> exact;          // with --exact
+  std::optional<analysis::RunRecord> record;  // with --out: everything the results file keeps
 };
 
 // One point of a --mem-limit-sweep: the limit as a multiple of p M_B, and the run.
