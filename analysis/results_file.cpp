@@ -232,7 +232,7 @@ std::string read_string(const Where& at, hid_t object, const std::string& what, 
   return value;
 }
 
-// A numeric attribute of `count` values, converted to `type` (a native number type).
+// Every value of a numeric attribute, converted to `type` (a native number type).
 template <typename T>
 std::vector<T> read_numbers(const Where& at, hid_t object, const std::string& what,
                             const char* name, hid_t type) {

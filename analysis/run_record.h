@@ -62,6 +62,7 @@ struct TransferRecord {
   std::int64_t bytes = 0;
   sim::TimeNs start_ns = 0;  // the producer's end
   sim::TimeNs end_ns = 0;    // arrival on dst_device
+
   friend bool operator==(const TransferRecord&, const TransferRecord&) = default;
 };
 
