@@ -61,6 +61,17 @@ class EngineObserver {
   virtual void on_transfer(const TransferEvent& /*event*/) {}
 };
 
+// Records every transfer of a run, in the order the engine reports them (for exports and
+// results files).
+class TransferLog final : public EngineObserver {
+ public:
+  void on_transfer(const TransferEvent& event) override { transfers_.push_back(event); }
+  const std::vector<TransferEvent>& transfers() const { return transfers_; }
+
+ private:
+  std::vector<TransferEvent> transfers_;
+};
+
 class Engine {
  public:
   // The schedule, cost model and observers are borrowed and must outlive the engine. The cost

@@ -2,9 +2,13 @@
 
 namespace bubblesim::sim {
 
-SimulationResult simulate(const Schedule& schedule, const CostModel& costs) {
+SimulationResult simulate(const Schedule& schedule, const CostModel& costs,
+                          std::span<EngineObserver* const> observers) {
+  Engine engine(schedule, costs);
+  for (EngineObserver* observer : observers)
+    engine.add_observer(*observer);
   SimulationResult result;
-  result.timeline = Engine(schedule, costs).run();
+  result.timeline = engine.run();
   result.metrics = compute_metrics(schedule, result.timeline, costs);
   return result;
 }

@@ -1,6 +1,8 @@
 // One call from a schedule and a cost model to a timeline and its metrics.
 #pragma once
 
+#include <span>
+
 #include "sim/engine.h"
 #include "sim/metrics.h"
 
@@ -11,7 +13,9 @@ struct SimulationResult {
   Metrics metrics;
 };
 
-// Validates and runs `schedule` with `costs` (see Engine::run for the errors it throws).
-SimulationResult simulate(const Schedule& schedule, const CostModel& costs);
+// Validates and runs `schedule` with `costs` (see Engine::run for the errors it throws),
+// reporting every event to `observers` (borrowed for the call; none by default).
+SimulationResult simulate(const Schedule& schedule, const CostModel& costs,
+                          std::span<EngineObserver* const> observers = {});
 
 }  // namespace bubblesim::sim

@@ -24,19 +24,9 @@
 
 namespace bubblesim::traces {
 
-// Collects the transfers of an engine run, in the order the engine reports them.
-class TransferLog final : public sim::EngineObserver {
- public:
-  void on_transfer(const sim::TransferEvent& event) override { transfers_.push_back(event); }
-  const std::vector<sim::TransferEvent>& transfers() const { return transfers_; }
-
- private:
-  std::vector<sim::TransferEvent> transfers_;
-};
-
 // Writes the trace of `timeline` (the result of running `schedule` with `costs`, whose
-// transfers are `transfers`) to `path`, through a temporary file renamed into place: a failure
-// never leaves a partial file. Throws Error when the file cannot be written.
+// transfers are `transfers`, from a sim::TransferLog) to `path`, through a temporary file renamed
+// into place: a failure never leaves a partial file. Throws Error when the file cannot be written.
 void save_perfetto_trace(const std::string& path, const sim::Schedule& schedule,
                          const sim::Timeline& timeline,
                          const std::vector<sim::TransferEvent>& transfers,

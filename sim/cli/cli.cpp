@@ -4,10 +4,14 @@
 #include <fmt/ostream.h>
 
 #include <boost/program_options.hpp>
+#include <filesystem>
 #include <memory>
 #include <optional>
+#include <span>
 #include <sstream>
 
+#include "analysis/results_file.h"
+#include "analysis/run_record.h"
 #include "sim/cli/options.h"
 #include "sim/cli/output.h"
 #include "sim/cost_model.h"
@@ -105,12 +109,47 @@ ExactSummary improve_exactly(sim::Schedule& schedule, const sim::ScheduleGenerat
                       time_limit_s};
 }
 
+// What --out records of a run besides the simulation: its name and the command.
+struct Recording {
+  std::string run_name;
+  std::string command_line;
+};
+
+// The inputs of a run, for its record in the results file.
+analysis::RunRecord record_header(const Recording& recording, const std::string& schedule,
+                                  const sim::ScheduleParams& params, const RunInputs& in) {
+  const auto ms = [&](sim::TimeNs sim::DeviceCosts::*field) {
+    std::vector<double> values;
+    for (const sim::DeviceCosts& c : in.device_costs)
+      values.push_back(sim::ns_to_ms(c.*field));
+    return values;
+  };
+  analysis::RunRecord run;
+  run.name = recording.run_name;
+  run.bubblesim_version = BUBBLESIM_VERSION;
+  run.command_line = recording.command_line;
+  run.parameters = {schedule,
+                    params.pp,
+                    params.microbatches,
+                    params.chunks,
+                    ms(&sim::DeviceCosts::f_ns),
+                    ms(&sim::DeviceCosts::b_ns),
+                    ms(&sim::DeviceCosts::w_ns),
+                    ms(&sim::DeviceCosts::comm_ns),
+                    in.device_costs.front().m_b,
+                    in.device_costs.front().m_w,
+                    in.mem_limit};
+  return run;
+}
+
 // Simulates `schedule` with the inputs' costs. With a generator, first builds `schedule`
 // from it with those same costs (the schedules built from costs use them), and with
-// `exact_time_limit_s` improves it with the exact mode.
+// `exact_time_limit_s` improves it with the exact mode. With `recording`, also keeps the
+// run's record for the results file.
 RunSummary run_schedule(std::string name, sim::Schedule& schedule,
                         const sim::ScheduleGenerator* generator, sim::ScheduleParams params,
-                        const RunInputs& in, std::optional<double> exact_time_limit_s = {}) {
+                        const RunInputs& in, std::optional<double> exact_time_limit_s = {},
+                        const Recording* recording = nullptr) {
   const sim::PerDeviceCostModel costs(in.device_costs, params.chunks);
   std::optional<ExactSummary> exact;
   if (generator != nullptr) {
@@ -120,13 +159,37 @@ RunSummary run_schedule(std::string name, sim::Schedule& schedule,
       exact = improve_exactly(schedule, *generator, params, *exact_time_limit_s);
     params.costs = nullptr;  // the summary outlives `costs`
   }
-  return RunSummary{std::move(name),
-                    params,
-                    sim::simulate(schedule, costs).metrics,
-                    static_cast<double>(schedule.num_stages()) / schedule.route_stages(),
-                    exact,
-                    in.static_memory_bytes,
-                    in.samples_per_microbatch};
+  sim::TransferLog transfers;
+  std::vector<sim::EngineObserver*> observers;
+  if (recording != nullptr) observers.push_back(&transfers);
+  const sim::SimulationResult result = sim::simulate(schedule, costs, observers);
+  RunSummary run{name,
+                 params,
+                 result.metrics,
+                 static_cast<double>(schedule.num_stages()) / schedule.route_stages(),
+                 exact,
+                 in.static_memory_bytes,
+                 in.samples_per_microbatch,
+                 std::nullopt};
+  if (recording != nullptr) {
+    run.record = analysis::make_run_record(record_header(*recording, name, params, in), schedule,
+                                           costs, result, transfers.transfers());
+  }
+  return run;
+}
+
+// Adds the runs' records to the --out file (all or none of them).
+void write_results(const RunInputs& in, std::span<RunSummary> runs,
+                   const std::string& command_line) {
+  std::vector<analysis::RunRecord> records;
+  for (RunSummary& run : runs)
+    records.push_back(std::move(*run.record));
+  try {
+    analysis::write_runs(in.out, records, {BUBBLESIM_VERSION, command_line}, in.overwrite);
+  } catch (const analysis::RunExistsError& e) {
+    throw analysis::RunExistsError(std::string(e.what()) +
+                                   " (give --overwrite to replace it, or --run-name)");
+  }
 }
 
 // "all" or a comma-separated list of registered names.
@@ -187,7 +250,8 @@ std::vector<SweepPoint> sweep_memory(const sim::ScheduleGenerator& generator, co
   return points;
 }
 
-int cmd_simulate(const std::vector<std::string>& args, std::ostream& out) {
+int cmd_simulate(const std::vector<std::string>& args, const std::string& command_line,
+                 std::ostream& out) {
   po::options_description desc("options");
   // clang-format off
   desc.add_options()
@@ -214,7 +278,7 @@ int cmd_simulate(const std::vector<std::string>& args, std::ostream& out) {
              "usage: bubblesim simulate (-s NAME | --schedule-file FILE.csv) [-p P] [-m M] "
              "[--f MS] [--b MS] [--w MS] [--comm MS] [--mem-limit M | --mem-limit-sweep "
              "FROM:TO:STEP] [--exact [--time-limit S]] [--write-schedule FILE.csv] "
-             "[--trace-json FILE.json] [--json]\n\n"
+             "[--trace-json FILE.json] [--json] [--out FILE.h5 [--run-name NAME] [--overwrite]]\n\n"
              "Simulates one schedule and prints its iteration time, bubble rate and peak "
              "activation memory, per device.")) {
     return 0;
@@ -229,11 +293,12 @@ int cmd_simulate(const std::vector<std::string>& args, std::ostream& out) {
                           std::to_string(time_limit_s));
   }
   const bool sweep = vm.count("mem-limit-sweep") != 0;
-  if (sweep && (exact || !vm["mem-limit"].defaulted() || vm.count("write-schedule") != 0 ||
-                vm.count("schedule-file") != 0 || vm.count("trace-json") != 0)) {
+  if (sweep &&
+      (exact || !vm["mem-limit"].defaulted() || vm.count("write-schedule") != 0 ||
+       vm.count("schedule-file") != 0 || vm.count("trace-json") != 0 || vm.count("out") != 0)) {
     throw InvalidArgument(
         "option --mem-limit-sweep: takes -s NAME and cannot be combined with --mem-limit, "
-        "--exact, --write-schedule, --trace-json or --schedule-file");
+        "--exact, --write-schedule, --trace-json, --schedule-file or --out");
   }
   if (exact && vm.count("schedule-file") != 0) {
     throw InvalidArgument(
@@ -243,11 +308,18 @@ int cmd_simulate(const std::vector<std::string>& args, std::ostream& out) {
   RunInputs in;
   sim::Schedule schedule;
   RunSummary run;
+  Recording recording{"", command_line};
+  const auto record = [&](const std::string& default_name) -> const Recording* {
+    if (in.out.empty()) return nullptr;
+    recording.run_name = in.run_name.empty() ? default_name : in.run_name;
+    return &recording;
+  };
   if (vm.count("schedule-file") != 0) {
     const std::string path = vm["schedule-file"].as<std::string>();
     schedule = traces::read_schedule_csv(path);
     in = read_run_inputs(vm, &schedule);
-    run = run_schedule(path, schedule, nullptr, in.params, in);
+    run = run_schedule(path, schedule, nullptr, in.params, in, std::nullopt,
+                       record(std::filesystem::path(path).stem().string()));
   } else {
     const sim::ScheduleRegistry registry = make_registry();
     const sim::ScheduleGenerator& generator = registry.get(vm["schedule"].as<std::string>());
@@ -260,7 +332,8 @@ int cmd_simulate(const std::vector<std::string>& args, std::ostream& out) {
     }
     run = run_schedule(std::string(generator.name()), schedule, &generator,
                        params_for(in, generator, false), in,
-                       exact ? std::optional<double>(time_limit_s) : std::nullopt);
+                       exact ? std::optional<double>(time_limit_s) : std::nullopt,
+                       record(std::string(generator.name())));
   }
   if (vm.count("write-schedule") != 0) {
     traces::save_schedule_csv(vm["write-schedule"].as<std::string>(), schedule);
@@ -269,12 +342,13 @@ int cmd_simulate(const std::vector<std::string>& args, std::ostream& out) {
     // Run again with an observer for the transfers: the plain run needs none, and is faster.
     const sim::PerDeviceCostModel costs(in.device_costs, run.params.chunks);
     sim::Engine engine(schedule, costs);
-    traces::TransferLog transfers;
+    sim::TransferLog transfers;
     engine.add_observer(transfers);
     const sim::Timeline timeline = engine.run();
     traces::save_perfetto_trace(vm["trace-json"].as<std::string>(), schedule, timeline,
                                 transfers.transfers(), costs);
   }
+  if (!in.out.empty()) write_results(in, std::span(&run, 1), command_line);
   if (in.json) {
     write_json(out, run);
   } else {
@@ -283,7 +357,8 @@ int cmd_simulate(const std::vector<std::string>& args, std::ostream& out) {
   return 0;
 }
 
-int cmd_compare(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+int cmd_compare(const std::vector<std::string>& args, const std::string& command_line,
+                std::ostream& out, std::ostream& err) {
   po::options_description desc("options");
   desc.add_options()("help,h", "show this help")(
       "schedule,s", po::value<std::string>()->default_value("all"),
@@ -292,7 +367,8 @@ int cmd_compare(const std::vector<std::string>& args, std::ostream& out, std::os
   po::variables_map vm;
   if (!parse(args, desc, vm, out,
              "usage: bubblesim compare [-s all|NAME,NAME] [-p P] [-m M] [--f MS] [--b MS] "
-             "[--w MS] [--comm MS] [--json]\n\nSimulates several schedules on the same inputs "
+             "[--w MS] [--comm MS] [--json] [--out FILE.h5 [--run-name PREFIX] [--overwrite]]\n\n"
+             "Simulates several schedules on the same inputs "
              "and prints them side by side.")) {
     return 0;
   }
@@ -305,14 +381,18 @@ int cmd_compare(const std::vector<std::string>& args, std::ostream& out, std::os
   for (const sim::ScheduleGenerator* g : select(registry, chosen)) {
     try {
       sim::Schedule schedule;
-      runs.push_back(
-          run_schedule(std::string(g->name()), schedule, g, params_for(in, *g, true), in));
+      const std::string name(g->name());
+      const Recording recording{in.run_name.empty() ? name : in.run_name + "." + name,
+                                command_line};
+      runs.push_back(run_schedule(name, schedule, g, params_for(in, *g, true), in, std::nullopt,
+                                  in.out.empty() ? nullptr : &recording));
     } catch (const InvalidArgument& e) {
       if (chosen != "all") throw;
       err << "bubblesim compare: note: " << g->name() << " left out: " << e.what() << '\n';
     }
   }
   if (runs.empty()) throw InvalidArgument("no schedule can run with these parameters");
+  if (!in.out.empty()) write_results(in, runs, command_line);
   if (in.json) {
     write_json(out, runs);
   } else {
@@ -362,6 +442,26 @@ int cmd_import(const std::vector<std::string>& args, std::ostream& out) {
   return 0;
 }
 
+// `args` as a shell would need them: each quoted unless plain.
+std::string shell_words(const std::vector<std::string>& args) {
+  std::string line;
+  for (const std::string& arg : args) {
+    const bool plain = !arg.empty() && arg.find_first_not_of(
+                                           "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                                           "0123456789_./=:,+-@%") == std::string::npos;
+    line += line.empty() ? "" : " ";
+    if (plain) {
+      line += arg;
+      continue;
+    }
+    line += '\'';
+    for (const char c : arg)
+      line += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    line += '\'';
+  }
+  return line;
+}
+
 std::string one_line(std::string text) {
   std::replace(text.begin(), text.end(), '\n', ' ');
   return text;
@@ -381,13 +481,13 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
     if (command == "-h" || command == "--help" || command == "help") {
       buffer << kUsage;
     } else if (command == "--version") {
-      buffer << "bubblesim 0.1.0\n";
+      buffer << "bubblesim " BUBBLESIM_VERSION "\n";
     } else if (command == "schedules") {
       status = cmd_schedules(rest, buffer);
     } else if (command == "simulate") {
-      status = cmd_simulate(rest, buffer);
+      status = cmd_simulate(rest, "bubblesim " + shell_words(args), buffer);
     } else if (command == "compare") {
-      status = cmd_compare(rest, buffer, err);
+      status = cmd_compare(rest, "bubblesim " + shell_words(args), buffer, err);
     } else if (command == "import") {
       status = cmd_import(rest, buffer);
     } else if (command.empty()) {

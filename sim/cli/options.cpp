@@ -102,7 +102,14 @@ void add_run_options(po::options_description& desc) {
      "GPU type for --model: A100-40GB, A100-80GB, H100-SXM, H200, L40S")
     ("efficiency", po::value<double>()->default_value(models::kDefaultEfficiency, "0.45"),
      "fraction of the GPU's dense BF16 peak that --model's passes reach, in (0, 1]")
-    ("json", po::bool_switch(), "print the summary as JSON instead of a table");
+    ("json", po::bool_switch(), "print the summary as JSON instead of a table")
+    ("out", po::value<std::string>(),
+     "also add the runs (every op, transfer and memory change) to this HDF5 results file, "
+     "created if missing (docs/results-format.md)")
+    ("run-name", po::value<std::string>(),
+     "with --out: the run's name in the file instead of the schedule's (compare: a prefix, "
+     "NAME.SCHEDULE)")
+    ("overwrite", po::bool_switch(), "with --out: replace runs of the same names in the file");
   // clang-format on
 }
 
@@ -170,6 +177,15 @@ RunInputs read_run_inputs(const po::variables_map& vm, const sim::Schedule* from
     in.chunks_given = true;
   }
   in.json = vm["json"].as<bool>();
+  if (vm.count("out") != 0) {
+    in.out = vm["out"].as<std::string>();
+    if (in.out.empty()) throw InvalidArgument("option --out: expected a file name");
+  }
+  in.overwrite = vm["overwrite"].as<bool>();
+  if (vm.count("run-name") != 0) in.run_name = vm["run-name"].as<std::string>();
+  if (in.out.empty() && (in.overwrite || vm.count("run-name") != 0)) {
+    throw InvalidArgument("options --run-name and --overwrite apply only with --out FILE.h5");
+  }
   in.default_example = from_file == nullptr;
   for (const char* name : {"pp", "microbatches", "f", "b", "w", "comm"}) {
     in.default_example = in.default_example && vm[name].defaulted();

@@ -26,6 +26,11 @@ struct RunInputs {
   std::vector<double> static_memory_bytes;
   std::string model_description;
   int samples_per_microbatch = 0;  // --model's microbatch size; 0 without a model
+  // --out: the HDF5 results file the runs are added to, "" for none; --run-name (a name for
+  // the run, "" for the schedule's) and --overwrite (replace runs of the same names).
+  std::string out;
+  std::string run_name;
+  bool overwrite = false;
 };
 
 // The embedded default example: the zero-bubble paper's 1.5B model at p = 8, m = 24
@@ -39,8 +44,8 @@ struct DefaultExample {
   static constexpr const char* kComm = "0.601";
 };
 
-// Adds -p, -m, -v, --f, --b, --w, --comm, --m-b, --m-w, --mem-limit, --overlap-efficiency and
-// --json to `desc`.
+// Adds -p, -m, -v, --f, --b, --w, --comm, --m-b, --m-w, --mem-limit, --overlap-efficiency,
+// --model, --gpu, --efficiency, --json, --out, --run-name and --overwrite to `desc`.
 void add_run_options(boost::program_options::options_description& desc);
 
 // Reads and checks the options added by add_run_options. With `from_file`, p, m and v are the

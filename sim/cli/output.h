@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/run_record.h"
 #include "sim/cli/options.h"
 #include "sim/metrics.h"
 #include "traces/profile.h"
@@ -35,6 +36,7 @@ struct RunSummary {
   // is that plus its activation peak.
   std::vector<double> static_memory_bytes;
   int samples_per_microbatch = 0;  // with --model: throughput in samples per GPU per second
+  std::optional<analysis::RunRecord> record;  // with --out: everything the results file keeps
 };
 
 // One point of a --mem-limit-sweep: the limit as a multiple of p M_B, and the run.

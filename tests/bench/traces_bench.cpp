@@ -108,7 +108,7 @@ void BM_ExportPerfetto(benchmark::State& state) {
   bubblesim::sim::add_handcrafted_schedules(registry);
   const auto schedule = registry.get("zb-h1").generate({p, m, 1});
   bubblesim::sim::Engine engine(schedule, costs);
-  bubblesim::traces::TransferLog transfers;
+  bubblesim::sim::TransferLog transfers;
   engine.add_observer(transfers);
   const auto timeline = engine.run();
   const std::string path = "/tmp/bubblesim_bench_export.json";

@@ -39,7 +39,7 @@ Exported export_run(const char* name, int p, int m, const std::string& path) {
   Exported e;
   e.schedule = g.generate(params);
   sim::Engine engine(e.schedule, costs);
-  TransferLog log;
+  sim::TransferLog log;
   engine.add_observer(log);
   e.timeline = engine.run();
   e.transfers = log.transfers();

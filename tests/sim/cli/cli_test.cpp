@@ -7,7 +7,11 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <sstream>
+
+#include "analysis/results_file.h"
 
 namespace bubblesim::cli {
 namespace {
@@ -454,6 +458,77 @@ TEST(Cli, DualPipeScheduleFileRoundTripsThroughSimulate) {
                 std::string::npos)
           << v2.err;
     }
+  }
+}
+
+TEST(Cli, OutAddsRunsToAResultsFile) {
+  const std::string path = ::testing::TempDir() + "/bubblesim_cli_out.h5";
+  std::filesystem::remove(path);
+  const std::vector<std::string> inputs = {"-p", "4", "-m", "8", "--f", "1,2,1,2", "--comm", "0.1"};
+  auto with = [&](std::vector<std::string> args) {
+    args.insert(args.end(), inputs.begin(), inputs.end());
+    return run_cli(args);
+  };
+  const Outcome one = with({"simulate", "-s", "zb-h1", "--out", path, "--json"});
+  ASSERT_EQ(one.status, 0) << one.err;
+  const rapidjson::Document json = parse_json(one.out);
+  const Outcome two = with({"compare", "-s", "1f1b,zb-h2", "--out", path, "--run-name", "p4"});
+  ASSERT_EQ(two.status, 0) << two.err;
+
+  const analysis::ResultsReader reader(path);
+  EXPECT_EQ(reader.run_names(), (std::vector<std::string>{"p4.1f1b", "p4.zb-h2", "zb-h1"}));
+  EXPECT_EQ(reader.writer().command_line, "bubblesim compare -s 1f1b,zb-h2 --out " + path +
+                                              " --run-name p4 -p 4 -m 8 --f "
+                                              "1,2,1,2 --comm 0.1");
+  const analysis::RunRecord run = reader.read_run("zb-h1");
+  // The summary is the JSON's, to the bit.
+  EXPECT_EQ(run.summary.iteration_time_ms, json["iteration_time_ms"].GetDouble());
+  EXPECT_EQ(run.summary.bubble_rate, json["bubble_rate"].GetDouble());
+  EXPECT_EQ(run.devices[1].span_ms, json["devices"][1]["span_ms"].GetDouble());
+  EXPECT_EQ(run.parameters.schedule, "zb-h1");
+  EXPECT_EQ(run.parameters.f_ms, (std::vector<double>{1, 2, 1, 2}));
+  EXPECT_EQ(run.parameters.comm_ms, (std::vector<double>(4, 0.1)));
+  EXPECT_EQ(run.ops.size(), 96u);
+  EXPECT_EQ(run.transfers.size(), 48u);
+}
+
+TEST(Cli, OutRefusesClashesAndForeignFilesWithOneLine) {
+  const std::string path = ::testing::TempDir() + "/bubblesim_cli_clash.h5";
+  std::filesystem::remove(path);
+  ASSERT_EQ(run_cli({"simulate", "-s", "1f1b", "-p", "2", "-m", "2", "--out", path}).status, 0);
+  const auto bytes = [&] {
+    std::ifstream in(path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  };
+  const std::string before = bytes();
+  const Outcome clash =
+      run_cli({"compare", "-s", "zb-h1,1f1b", "-p", "2", "-m", "2", "--out", path});
+  EXPECT_EQ(clash.status, 2);
+  EXPECT_EQ(clash.out, "");
+  EXPECT_EQ(clash.err, "bubblesim compare: error: " + path +
+                           ": already holds a run named '1f1b' (give --overwrite to replace it, "
+                           "or --run-name)\n");
+  EXPECT_EQ(bytes(), before);
+  EXPECT_EQ(run_cli({"simulate", "-s", "1f1b", "-p", "2", "-m", "4", "--out", path, "--overwrite"})
+                .status,
+            0);
+  EXPECT_EQ(analysis::ResultsReader(path).read_run("1f1b").parameters.microbatches, 4);
+
+  const std::string text = ::testing::TempDir() + "/bubblesim_cli_notes.txt";
+  std::ofstream(text) << "hello\n";
+  const Outcome foreign = run_cli({"simulate", "-s", "1f1b", "--out", text});
+  EXPECT_EQ(foreign.status, 2);
+  EXPECT_EQ(foreign.err, "bubblesim simulate: error: " + text +
+                             ": not an HDF5 file (expected a bubblesim results file)\n");
+
+  for (const std::vector<std::string>& bad :
+       {std::vector<std::string>{"simulate", "-s", "1f1b", "--run-name", "x"},
+        {"compare", "--overwrite"},
+        {"simulate", "-s", "zb-auto", "--mem-limit-sweep", "1:2:0.5", "--out", path},
+        {"simulate", "-s", "1f1b", "--out", path, "--run-name", "a/b"}}) {
+    const Outcome o = run_cli(bad);
+    EXPECT_EQ(o.status, 2) << bad.back();
+    EXPECT_EQ(std::count(o.err.begin(), o.err.end(), '\n'), 1) << o.err;
   }
 }
 

@@ -1,0 +1,81 @@
+// The HDF5 results store (DESIGN.md §4; the layout is documented in docs/results-format.md).
+//
+// One file holds many runs: root attributes `format` = "bubblesim-results", `format_version`
+// (kResultsFormatVersion), `bubblesim_version` and `command_line` (of the last program that
+// wrote the file), and one group /runs/<name> per run with its parameters and summary as
+// attributes and the compound datasets `ops`, `transfers`, `memory` and `devices` (chunked,
+// shuffled and deflated). Strings are variable-length UTF-8 HDF5 strings.
+//
+// These functions use the HDF5 C library, which is not thread-safe in Debian's build: call
+// them from one thread at a time. They silence HDF5's own error printing while they run and
+// report failures as exceptions instead.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "analysis/run_record.h"
+#include "sim/error.h"
+
+namespace bubblesim::analysis {
+
+inline constexpr const char* kResultsFormat = "bubblesim-results";
+inline constexpr int kResultsFormatVersion = 1;
+
+// A results file that cannot be read or written: missing, not HDF5, truncated, not a bubblesim
+// results file, of an unknown format version, or lacking what the layout requires. what() is
+// one line that starts with the file's path.
+class ResultsFileError : public Error {
+ public:
+  using Error::Error;
+};
+
+// A run to write is already in the file and overwriting was not asked for.
+class RunExistsError : public ResultsFileError {
+ public:
+  using ResultsFileError::ResultsFileError;
+};
+
+// Who writes the file: the root attributes of the same names.
+struct WriterInfo {
+  std::string bubblesim_version;
+  std::string command_line;
+};
+
+// Writes `runs` into the results file at `path`, creating it or keeping the runs it holds.
+// A run whose name the file already holds is replaced with `overwrite`, and otherwise makes the
+// call throw RunExistsError before anything is written. Run names must be distinct and valid
+// (RunRecord::name), else InvalidArgument.
+//
+// Atomic: the new file is written under a temporary name in the same folder (the existing runs
+// copied into it) and renamed over `path` only once complete and synced, so a failure or crash
+// leaves `path` as it was. Throws ResultsFileError for an existing file that is not a readable
+// results file of this format version, or when the file cannot be written.
+void write_runs(const std::string& path, const std::vector<RunRecord>& runs,
+                const WriterInfo& writer, bool overwrite = false);
+
+// Reads a results file. The constructor opens `path` read-only and checks the format and its
+// version; every failure throws ResultsFileError naming the file.
+class ResultsReader {
+ public:
+  explicit ResultsReader(const std::string& path);
+  ~ResultsReader();
+  ResultsReader(const ResultsReader&) = delete;
+  ResultsReader& operator=(const ResultsReader&) = delete;
+
+  int format_version() const { return format_version_; }
+  // The root attributes.
+  WriterInfo writer() const;
+  // The names of the runs, sorted.
+  std::vector<std::string> run_names() const;
+  // The run called `name`; throws ResultsFileError when there is none or it is malformed.
+  RunRecord read_run(const std::string& name) const;
+
+ private:
+  std::string path_;
+  std::int64_t file_;  // the HDF5 file's hid_t, kept out of this header
+  int format_version_ = 0;
+};
+
+}  // namespace bubblesim::analysis
