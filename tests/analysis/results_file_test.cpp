@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 #include <hdf5.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -22,12 +23,13 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// A fresh folder per test, so leftover temporary files can be looked for.
+// A fresh folder per test and process (two checkouts may run the suite at once), so leftover
+// temporary files can be looked for.
 class ResultsFileTest : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = fs::path(::testing::TempDir()) /
-           (std::string("bubblesim_results_") +
+           (std::string("bubblesim_results_") + std::to_string(::getpid()) + "_" +
             ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_);
