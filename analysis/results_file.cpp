@@ -376,6 +376,121 @@ RunRecord read_run_group(const Where& at, hid_t group, const std::string& name) 
   return run;
 }
 
+// Sweep table --------------------------------------------------------------------------------
+
+// SweepRow as HDF5 stores it: strings as variable-length C strings.
+struct SweepRowH5 {
+  std::int32_t index;
+  const char* key;
+  const char* schedule;
+  std::int32_t pp, microbatches, chunks;
+  double f_ms, b_ms, w_ms, comm_ms, m_b, m_w, mem_limit;
+  const char* model;
+  const char* gpu;
+  double iteration_time_ms, max_device_span_ms, bubble_rate, peak_activation_memory;
+  const char* status;
+  const char* error;
+};
+
+Handle sweep_type() {
+  const Handle s = string_type();
+  const hid_t i = H5T_NATIVE_INT32, d = H5T_NATIVE_DOUBLE;
+  return compound_type(sizeof(SweepRowH5),
+                       {{"index", HOFFSET(SweepRowH5, index), i},
+                        {"key", HOFFSET(SweepRowH5, key), s},
+                        {"schedule", HOFFSET(SweepRowH5, schedule), s},
+                        {"pp", HOFFSET(SweepRowH5, pp), i},
+                        {"microbatches", HOFFSET(SweepRowH5, microbatches), i},
+                        {"chunks", HOFFSET(SweepRowH5, chunks), i},
+                        {"f_ms", HOFFSET(SweepRowH5, f_ms), d},
+                        {"b_ms", HOFFSET(SweepRowH5, b_ms), d},
+                        {"w_ms", HOFFSET(SweepRowH5, w_ms), d},
+                        {"comm_ms", HOFFSET(SweepRowH5, comm_ms), d},
+                        {"m_b", HOFFSET(SweepRowH5, m_b), d},
+                        {"m_w", HOFFSET(SweepRowH5, m_w), d},
+                        {"mem_limit", HOFFSET(SweepRowH5, mem_limit), d},
+                        {"model", HOFFSET(SweepRowH5, model), s},
+                        {"gpu", HOFFSET(SweepRowH5, gpu), s},
+                        {"iteration_time_ms", HOFFSET(SweepRowH5, iteration_time_ms), d},
+                        {"max_device_span_ms", HOFFSET(SweepRowH5, max_device_span_ms), d},
+                        {"bubble_rate", HOFFSET(SweepRowH5, bubble_rate), d},
+                        {"peak_activation_memory", HOFFSET(SweepRowH5, peak_activation_memory), d},
+                        {"status", HOFFSET(SweepRowH5, status), s},
+                        {"error", HOFFSET(SweepRowH5, error), s}});
+}
+
+void write_sweep(const Where& at, hid_t file, const std::vector<SweepRow>& rows) {
+  std::vector<SweepRowH5> h5;
+  h5.reserve(rows.size());
+  for (const SweepRow& r : rows) {
+    h5.push_back({r.index,
+                  r.key.c_str(),
+                  r.schedule.c_str(),
+                  r.pp,
+                  r.microbatches,
+                  r.chunks,
+                  r.f_ms,
+                  r.b_ms,
+                  r.w_ms,
+                  r.comm_ms,
+                  r.m_b,
+                  r.m_w,
+                  r.mem_limit,
+                  r.model.c_str(),
+                  r.gpu.c_str(),
+                  r.iteration_time_ms,
+                  r.max_device_span_ms,
+                  r.bubble_rate,
+                  r.peak_activation_memory,
+                  r.status.c_str(),
+                  r.error.c_str()});
+  }
+  const Handle group(at.check(H5Gcreate2(file, "sweep", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+                              "cannot create group /sweep"),
+                     H5Gclose);
+  write_table(at, group, "table", sweep_type(), h5);
+}
+
+std::vector<SweepRow> read_sweep(const Where& at, hid_t file) {
+  const Handle group(at.check(H5Gopen2(file, "sweep", H5P_DEFAULT), "cannot open /sweep"),
+                     H5Gclose);
+  const Handle type = sweep_type();
+  std::vector<SweepRowH5> h5 = read_table<SweepRowH5>(at, group, "sweep", "table", type);
+  const auto str = [](const char* s) { return s != nullptr ? std::string(s) : std::string(); };
+  std::vector<SweepRow> rows;
+  rows.reserve(h5.size());
+  for (const SweepRowH5& r : h5) {
+    rows.push_back({r.index,
+                    str(r.key),
+                    str(r.schedule),
+                    r.pp,
+                    r.microbatches,
+                    r.chunks,
+                    r.f_ms,
+                    r.b_ms,
+                    r.w_ms,
+                    r.comm_ms,
+                    r.m_b,
+                    r.m_w,
+                    r.mem_limit,
+                    str(r.model),
+                    str(r.gpu),
+                    r.iteration_time_ms,
+                    r.max_device_span_ms,
+                    r.bubble_rate,
+                    r.peak_activation_memory,
+                    str(r.status),
+                    str(r.error)});
+  }
+  if (!h5.empty()) {
+    // Frees the strings HDF5 allocated for the variable-length fields.
+    const hsize_t size = h5.size();
+    const Handle space(H5Screate_simple(1, &size, nullptr), H5Sclose);
+    H5Dvlen_reclaim(type, space, H5P_DEFAULT, h5.data());
+  }
+  return rows;
+}
+
 // Files ---------------------------------------------------------------------------------------
 
 // Opens an existing results file read-only and checks what it claims to be.
@@ -432,10 +547,10 @@ void sync(const Where& at, const std::string& path) {
 }
 
 // Writes the new file at `temporary`: the root attributes, what `source` holds (if open) except
-// the runs in `replaced`, and `runs`.
+// the runs in `replaced` (and its sweep table when `sweep` is given), `runs` and `sweep`.
 void write_file(const Where& at, const std::string& temporary, hid_t source,
                 const std::set<std::string>& replaced, const std::vector<RunRecord>& runs,
-                const WriterInfo& writer) {
+                const WriterInfo& writer, const std::vector<SweepRow>* sweep = nullptr) {
   Handle file(at.check(H5Fcreate(temporary.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT),
                        "cannot create " + temporary),
               H5Fclose);
@@ -449,7 +564,7 @@ void write_file(const Where& at, const std::string& temporary, hid_t source,
   if (source >= 0) {
     // Everything else at the root is kept as it is (sweep tables, later).
     for (const std::string& name : link_names(at, source)) {
-      if (name == "runs") continue;
+      if (name == "runs" || (name == "sweep" && sweep != nullptr)) continue;
       at.check(H5Ocopy(source, name.c_str(), file, name.c_str(), H5P_DEFAULT, H5P_DEFAULT),
                "cannot copy /" + name);
     }
@@ -464,7 +579,31 @@ void write_file(const Where& at, const std::string& temporary, hid_t source,
   for (const RunRecord& run : runs)
     write_run(at, group, run);
   at.check(group.close(), "cannot close group /runs");
+  if (sweep != nullptr) write_sweep(at, file, *sweep);
   at.check(file.close(), "cannot finish writing " + temporary);
+}
+
+// Writes the new file with `write(temporary)` and renames it over the file (`source`, if open).
+template <typename Write>
+void replace_file(const Where& at, Handle& source, const Write& write) {
+  const std::string& path = at.path;
+  std::error_code ec;
+  const std::string temporary = path + "." + std::to_string(::getpid()) + ".tmp";
+  try {
+    write(temporary);
+    if (source >= 0) {
+      at.check(source.close(), "cannot close");
+      // The new file replaces the old one: keep who may read it.
+      std::filesystem::permissions(temporary, std::filesystem::status(path).permissions(), ec);
+    }
+    sync(at, temporary);
+    if (std::rename(temporary.c_str(), path.c_str()) != 0) {
+      at.fail("cannot rename " + temporary + " into place");
+    }
+  } catch (...) {
+    std::remove(temporary.c_str());
+    throw;
+  }
 }
 
 }  // namespace
@@ -498,22 +637,24 @@ void write_runs(const std::string& path, const std::vector<RunRecord>& runs,
     }
   }
 
-  const std::string temporary = path + "." + std::to_string(::getpid()) + ".tmp";
-  try {
+  replace_file(at, source, [&](const std::string& temporary) {
     write_file(at, temporary, source, names, runs, writer);
-    if (source >= 0) {
-      at.check(source.close(), "cannot close");
-      // The new file replaces the old one: keep who may read it.
-      std::filesystem::permissions(temporary, std::filesystem::status(path).permissions(), ec);
-    }
-    sync(at, temporary);
-    if (std::rename(temporary.c_str(), path.c_str()) != 0) {
-      at.fail("cannot rename " + temporary + " into place");
-    }
-  } catch (...) {
-    std::remove(temporary.c_str());
-    throw;
+  });
+}
+
+void write_sweep_table(const std::string& path, const std::vector<SweepRow>& rows,
+                       const WriterInfo& writer) {
+  const QuietHdf5 quiet;
+  const Where at{path};
+  Handle source;
+  std::error_code ec;
+  if (std::filesystem::exists(path, ec)) {
+    int version = 0;
+    source = open_results(at, version);
   }
+  replace_file(at, source, [&](const std::string& temporary) {
+    write_file(at, temporary, source, {}, {}, writer, &rows);
+  });
 }
 
 ResultsReader::ResultsReader(const std::string& path) : path_(path), file_(H5I_INVALID_HID) {
@@ -538,6 +679,19 @@ std::vector<std::string> ResultsReader::run_names() const {
   const Where at{path_};
   const Handle runs(at.check(H5Gopen2(file_, "runs", H5P_DEFAULT), "cannot open /runs"), H5Gclose);
   return link_names(at, runs);
+}
+
+bool ResultsReader::has_sweep_table() const {
+  const QuietHdf5 quiet;
+  return H5Lexists(file_, "sweep", H5P_DEFAULT) > 0 &&
+         H5Lexists(file_, "sweep/table", H5P_DEFAULT) > 0;
+}
+
+std::vector<SweepRow> ResultsReader::read_sweep_table() const {
+  const QuietHdf5 quiet;
+  const Where at{path_};
+  if (!has_sweep_table()) at.fail("has no sweep table (/sweep/table)");
+  return read_sweep(at, file_);
 }
 
 RunRecord ResultsReader::read_run(const std::string& name) const {

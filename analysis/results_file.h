@@ -55,6 +55,36 @@ struct WriterInfo {
 void write_runs(const std::string& path, const std::vector<RunRecord>& runs,
                 const WriterInfo& writer, bool overwrite = false);
 
+// One row of /sweep/table: a configuration of a study (`bubblesim sweep`), its inputs and, when
+// it ran, its summary metrics. Times in ms; memory in activation units (unit of m_b), or bytes
+// with a model. Per-device inputs are those of device 0.
+struct SweepRow {
+  std::int32_t index = 0;  // the configuration's position in the study, from 0
+  std::string key;         // the configuration's inputs as options: identifies it on resume
+  std::string schedule;
+  std::int32_t pp = 0;
+  std::int32_t microbatches = 0;
+  std::int32_t chunks = 0;
+  double f_ms = 0, b_ms = 0, w_ms = 0, comm_ms = 0;
+  double m_b = 0, m_w = 0;
+  double mem_limit = 0;  // as given: 0 the schedule's default, inf none
+  std::string model;     // --model file, "" for none
+  std::string gpu;       // with a model
+  double iteration_time_ms = 0;
+  double max_device_span_ms = 0;
+  double bubble_rate = 0;
+  double peak_activation_memory = 0;
+  std::string status;  // "ok", or "error" (then `error` says why and the metrics are 0)
+  std::string error;
+
+  friend bool operator==(const SweepRow&, const SweepRow&) = default;
+};
+
+// Writes `rows` as the dataset /sweep/table of the results file at `path`, replacing any sweep
+// table it holds and keeping its runs (creating the file if missing). Atomic like write_runs.
+void write_sweep_table(const std::string& path, const std::vector<SweepRow>& rows,
+                       const WriterInfo& writer);
+
 // Reads a results file. The constructor opens `path` read-only and checks the format and its
 // version; every failure throws ResultsFileError naming the file.
 class ResultsReader {
@@ -71,6 +101,9 @@ class ResultsReader {
   std::vector<std::string> run_names() const;
   // The run called `name`; throws ResultsFileError when there is none or it is malformed.
   RunRecord read_run(const std::string& name) const;
+  // Whether the file holds /sweep/table, and its rows in file order.
+  bool has_sweep_table() const;
+  std::vector<SweepRow> read_sweep_table() const;
 
  private:
   std::string path_;

@@ -12,6 +12,7 @@
 
 #include "analysis/results_file.h"
 #include "analysis/run_record.h"
+#include "sim/cli/commands.h"
 #include "sim/cli/options.h"
 #include "sim/cli/output.h"
 #include "sim/cost_model.h"
@@ -41,6 +42,7 @@ commands:
   schedules   list every schedule with its parameters
   simulate    simulate one schedule (-s NAME) and print its metrics per device
   compare     simulate several schedules (-s all or -s NAME,NAME) side by side
+  sweep       simulate every configuration of a study (YAML) into an HDF5 table
   import      read PyTorch profiler (Kineto) traces and print per-pass statistics
 
 Run 'bubblesim COMMAND --help' for the options of a command. With no timing options, simulate
@@ -469,6 +471,23 @@ std::string one_line(std::string text) {
 
 }  // namespace
 
+sim::ScheduleRegistry make_schedule_registry() {
+  return make_registry();
+}
+
+bool parse_command(const std::vector<std::string>& args,
+                   const boost::program_options::options_description& desc,
+                   boost::program_options::variables_map& vm, std::ostream& out,
+                   const char* synopsis, const char* positional) {
+  return parse(args, desc, vm, out, synopsis, positional);
+}
+
+RunSummary simulate_generated(const sim::ScheduleGenerator& generator,
+                              const sim::ScheduleParams& params, const RunInputs& in) {
+  sim::Schedule schedule;
+  return run_schedule(std::string(generator.name()), schedule, &generator, params, in);
+}
+
 int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   const std::string command = args.empty() ? "" : args.front();
   const std::vector<std::string> rest(args.begin() + (args.empty() ? 0 : 1), args.end());
@@ -488,15 +507,17 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
       status = cmd_simulate(rest, "bubblesim " + shell_words(args), buffer);
     } else if (command == "compare") {
       status = cmd_compare(rest, "bubblesim " + shell_words(args), buffer, err);
+    } else if (command == "sweep") {
+      status = cmd_sweep(rest, "bubblesim " + shell_words(args), buffer, err);
     } else if (command == "import") {
       status = cmd_import(rest, buffer);
     } else if (command.empty()) {
       throw Usage{
-          "missing command; valid commands are: schedules, simulate, compare, import (see "
+          "missing command; valid commands are: schedules, simulate, compare, sweep, import (see "
           "--help)"};
     } else {
       throw Usage{"unknown command '" + command +
-                  "'; valid commands are: schedules, simulate, compare, import"};
+                  "'; valid commands are: schedules, simulate, compare, sweep, import"};
     }
     out << buffer.str() << std::flush;
     return status;

@@ -1,0 +1,54 @@
+// A study: the YAML file `bubblesim sweep` reads (docs/sweeps.md). It names settings held fixed,
+// axes to vary (their cartesian product) and/or an explicit list of configurations; this
+// expands it into the configurations to simulate, in a fixed order.
+//
+// Settings are named after the command-line options of `bubblesim simulate` (schedule, pp,
+// microbatches, chunks, f, b, w, comm, m-b, m-w, mem-limit, overlap-efficiency, model, gpu,
+// efficiency), with the short forms p, m, v and '_' for '-' accepted. Values are checked for
+// their type here (with the line); whether they suit the schedule is found by simulating.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "sim/error.h"
+
+namespace bubblesim::analysis {
+
+// A study file that cannot be read or is malformed. what() is one line:
+// "FILE:LINE: key 'KEY': what was expected".
+class StudyError : public Error {
+ public:
+  using Error::Error;
+};
+
+struct StudySetting {
+  std::string key;    // canonical name: the long option's name ("pp", "mem-limit")
+  std::string value;  // as the option takes it ("1,2,1,2" for a per-device list); a model's
+                      // path made absolute
+  int line = 0;       // 1-based line of the value in the study file
+};
+
+// One configuration: its settings in the canonical order of kStudyKeys, each key at most once.
+struct StudyConfiguration {
+  std::vector<StudySetting> settings;
+
+  const StudySetting* find(const std::string& key) const;
+  // The settings as "key=value" joined by spaces: identifies the configuration.
+  std::string key() const;
+};
+
+struct Study {
+  std::string path;
+  std::vector<StudyConfiguration> configurations;  // configs in file order, each crossed with
+                                                   // the axes, the last axis varying fastest
+};
+
+// The canonical setting names, in the order configurations list them.
+const std::vector<std::string>& study_keys();
+
+// Reads and expands the study at `path`; throws StudyError naming the file, line and key.
+// At most `max_configurations` configurations (a guard against a typo exploding the product).
+Study load_study(const std::string& path, std::size_t max_configurations = 10'000'000);
+
+}  // namespace bubblesim::analysis

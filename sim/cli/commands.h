@@ -1,0 +1,33 @@
+// What the commands share inside the command line (not a public interface).
+#pragma once
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "sim/cli/options.h"
+#include "sim/cli/output.h"
+#include "sim/schedule_registry.h"
+
+namespace bubblesim::cli {
+
+// Every schedule generator, registered by name.
+sim::ScheduleRegistry make_schedule_registry();
+
+// Parses `args` against `desc` into `vm` as every command does (positional arguments go to the
+// option `positional`, else are an error); returns false after printing --help to `out`.
+bool parse_command(const std::vector<std::string>& args,
+                   const boost::program_options::options_description& desc,
+                   boost::program_options::variables_map& vm, std::ostream& out,
+                   const char* synopsis, const char* positional = nullptr);
+
+// Generates the schedule with `generator` from `params` and the inputs' costs and simulates it,
+// as `bubblesim simulate -s NAME` does (without --exact or --out).
+RunSummary simulate_generated(const sim::ScheduleGenerator& generator,
+                              const sim::ScheduleParams& params, const RunInputs& in);
+
+// `bubblesim sweep` (sweep.cpp). `args` follow the command; progress goes to `err`.
+int cmd_sweep(const std::vector<std::string>& args, const std::string& command_line,
+              std::ostream& out, std::ostream& err);
+
+}  // namespace bubblesim::cli

@@ -1,0 +1,362 @@
+// `bubblesim sweep STUDY.yaml --out FILE.h5` (docs/sweeps.md): every configuration of a study,
+// simulated in parallel with oneTBB, written as /sweep/table in batches through the atomic
+// writer so that Ctrl-C or --limit leaves a valid file that a rerun resumes.
+#include <fmt/format.h>
+#include <fmt/ostream.h>
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <boost/program_options.hpp>
+#include <chrono>
+#include <csignal>
+#include <filesystem>
+#include <iostream>
+#include <optional>
+#include <unordered_map>
+
+#include "analysis/results_file.h"
+#include "analysis/study.h"
+#include "sim/cli/commands.h"
+
+namespace bubblesim::cli {
+
+namespace po = boost::program_options;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Rows are written at least this often while the sweep runs (and when it stops).
+constexpr double kWriteEverySeconds = 5;
+// Without a terminal, the progress line is repeated this often.
+constexpr double kProgressLineSeconds = 5;
+
+// Set by SIGINT. A signal handler can only reach static storage: this is the one mutable
+// global, and only SigintGuard's handler writes it.
+std::atomic<bool> g_interrupted{false};
+static_assert(std::atomic<bool>::is_always_lock_free);
+
+extern "C" void on_sigint(int) {
+  g_interrupted.store(true);
+  // A second Ctrl-C ends the program at once (the file then holds the last batch written).
+  std::signal(SIGINT, SIG_DFL);
+}
+
+// Installs on_sigint for its lifetime and restores the previous handler after.
+class SigintGuard {
+ public:
+  SigintGuard() : previous_(std::signal(SIGINT, on_sigint)) { g_interrupted.store(false); }
+  ~SigintGuard() { std::signal(SIGINT, previous_); }
+  SigintGuard(const SigintGuard&) = delete;
+  SigintGuard& operator=(const SigintGuard&) = delete;
+
+ private:
+  void (*previous_)(int);
+};
+
+std::string duration_text(double seconds) {
+  const auto s = static_cast<long long>(seconds + 0.5);
+  return s >= 3600 ? fmt::format("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
+                   : fmt::format("{}:{:02}", s / 60, s % 60);
+}
+
+// Progress on standard error: a bar redrawn in place on a terminal, else a line every few
+// seconds, or nothing.
+class Progress {
+ public:
+  enum class Mode { kBar, kLines, kNone };
+
+  Progress(std::ostream& err, Mode mode, std::size_t total, std::size_t done_before)
+      : err_(err),
+        mode_(mode),
+        total_(total),
+        before_(done_before),
+        start_(Clock::now()),
+        shown_(start_) {}
+
+  void update(std::size_t done_now, bool last = false) {
+    if (mode_ == Mode::kNone) return;
+    const auto now = Clock::now();
+    const double since = std::chrono::duration<double>(now - shown_).count();
+    if (!last && since < (mode_ == Mode::kBar ? 0.1 : kProgressLineSeconds)) return;
+    shown_ = now;
+    const double elapsed = std::chrono::duration<double>(now - start_).count();
+    const double rate = elapsed > 0 ? done_now / elapsed : 0;
+    const std::size_t done = before_ + done_now;
+    const std::size_t left = total_ - done;
+    const std::string eta = rate > 0 ? duration_text(left / rate) : "?";
+    const std::string text =
+        fmt::format("{}/{} configurations, {:.0f}/s, {} left", done, total_, rate, eta);
+    if (mode_ == Mode::kBar) {
+      constexpr int kWidth = 30;
+      const int filled = total_ == 0 ? kWidth : static_cast<int>(kWidth * done / total_);
+      fmt::print(err_, "\r[{:#<{}}{:.<{}}] {}\033[K", "", filled, "", kWidth - filled, text);
+      if (last) err_ << '\n';
+    } else {
+      fmt::print(err_, "bubblesim sweep: {}\n", text);
+    }
+    err_.flush();
+  }
+
+ private:
+  std::ostream& err_;
+  Mode mode_;
+  std::size_t total_;
+  std::size_t before_;
+  Clock::time_point start_;
+  Clock::time_point shown_;  // when the progress was last shown
+};
+
+// The table's inputs of a configuration as the study gives them, for a row whose run failed
+// before its inputs were read.
+analysis::SweepRow row_from_settings(const analysis::StudyConfiguration& c, int index) {
+  analysis::SweepRow row;
+  row.index = index;
+  row.key = c.key();
+  const auto text = [&](const char* key) {
+    const analysis::StudySetting* s = c.find(key);
+    return s != nullptr ? s->value : std::string();
+  };
+  const auto number = [&](const char* key) {
+    const std::string t = text(key);
+    try {
+      return t.empty() ? 0.0 : std::stod(t.substr(0, t.find(',')));
+    } catch (const std::exception&) {
+      return 0.0;
+    }
+  };
+  row.schedule = text("schedule");
+  row.pp = static_cast<std::int32_t>(number("pp"));
+  row.microbatches = static_cast<std::int32_t>(number("microbatches"));
+  row.chunks = static_cast<std::int32_t>(number("chunks"));
+  row.f_ms = number("f");
+  row.b_ms = number("b");
+  row.w_ms = number("w");
+  row.comm_ms = number("comm");
+  row.m_b = number("m-b");
+  row.m_w = number("m-w");
+  row.mem_limit = number("mem-limit");
+  row.model = text("model");
+  row.gpu = text("gpu");
+  return row;
+}
+
+// Simulates configuration `index` as `bubblesim simulate` would with its settings as options
+// (a chunks setting applies only to schedules that take chunks, as in compare). Never throws:
+// a configuration that cannot run is a row with status "error".
+analysis::SweepRow simulate_configuration(const analysis::StudyConfiguration& c, int index,
+                                          const po::options_description& run_options,
+                                          const sim::ScheduleRegistry& registry) {
+  analysis::SweepRow row = row_from_settings(c, index);
+  try {
+    std::vector<std::string> args;
+    for (const analysis::StudySetting& s : c.settings) {
+      if (s.key == "schedule") continue;
+      args.push_back("--" + s.key);
+      args.push_back(s.value);
+    }
+    po::variables_map vm;
+    po::store(po::command_line_parser(args).options(run_options).run(), vm);
+    po::notify(vm);
+    const RunInputs in = read_run_inputs(vm);
+    const sim::ScheduleGenerator& generator = registry.get(row.schedule);
+    const RunSummary run = simulate_generated(generator, params_for(in, generator, true), in);
+    const sim::DeviceCosts& d0 = in.device_costs.front();
+    row.pp = run.params.pp;
+    row.microbatches = run.params.microbatches;
+    row.chunks = run.params.chunks;
+    row.f_ms = sim::ns_to_ms(d0.f_ns);
+    row.b_ms = sim::ns_to_ms(d0.b_ns);
+    row.w_ms = sim::ns_to_ms(d0.w_ns);
+    row.comm_ms = sim::ns_to_ms(d0.comm_ns);
+    row.m_b = d0.m_b;
+    row.m_w = d0.m_w;
+    row.mem_limit = in.mem_limit;
+    if (!row.model.empty()) row.gpu = vm["gpu"].as<std::string>();
+    row.iteration_time_ms = sim::ns_to_ms(run.metrics.iteration_time_ns);
+    row.max_device_span_ms = sim::ns_to_ms(run.metrics.max_device_span_ns);
+    row.bubble_rate = run.metrics.bubble_rate;
+    row.peak_activation_memory = run.metrics.peak_activation_memory;
+    row.status = "ok";
+  } catch (const std::exception& e) {
+    row.status = "error";
+    std::string what = e.what();
+    std::replace(what.begin(), what.end(), '\n', ' ');
+    row.error = what;
+  }
+  return row;
+}
+
+Progress::Mode progress_mode(const std::string& text, const std::ostream& err) {
+  if (text == "bar") return Progress::Mode::kBar;
+  if (text == "lines") return Progress::Mode::kLines;
+  if (text == "none") return Progress::Mode::kNone;
+  if (text != "auto") {
+    throw InvalidArgument("option --progress: expected auto, bar, lines or none, got '" + text +
+                          "'");
+  }
+  const bool terminal = &err == &std::cerr && ::isatty(STDERR_FILENO) == 1;
+  return terminal ? Progress::Mode::kBar : Progress::Mode::kLines;
+}
+
+}  // namespace
+
+int cmd_sweep(const std::vector<std::string>& args, const std::string& command_line,
+              std::ostream& out, std::ostream& err) {
+  po::options_description desc("options");
+  // clang-format off
+  desc.add_options()
+    ("help,h", "show this help")
+    ("study", po::value<std::string>(), "the study file (YAML, positional; docs/sweeps.md)")
+    ("out", po::value<std::string>(),
+     "HDF5 results file that receives /sweep/table (created if missing; its runs are kept)")
+    ("jobs,j", po::value<int>()->default_value(0, "all cores"), "configurations simulated at once")
+    ("limit", po::value<long long>(),
+     "simulate at most this many configurations not yet in the table, then stop as Ctrl-C "
+     "would (rerun to continue)")
+    ("restart", po::bool_switch(),
+     "discard the file's sweep table instead of resuming from it")
+    ("progress", po::value<std::string>()->default_value("auto"),
+     "on standard error: bar (redrawn), lines (one every 5 s), none; auto: bar on a terminal, "
+     "else lines");
+  // clang-format on
+  po::variables_map vm;
+  if (!(parse_command(args, desc, vm, out,
+                      "usage: bubblesim sweep STUDY.yaml --out FILE.h5 [-j N] [--limit N] "
+                      "[--restart] [--progress auto|bar|lines|none]\n\n"
+                      "Simulates every configuration of a study in parallel and writes one row "
+                      "per configuration (inputs, metrics, status) to /sweep/table. Ctrl-C stops "
+                      "cleanly; rerunning the same command resumes.",
+                      "study"))) {
+    return 0;
+  }
+  if (vm.count("study") == 0) throw InvalidArgument("give a study file (see --help)");
+  if (vm.count("out") == 0 || vm["out"].as<std::string>().empty()) {
+    throw InvalidArgument("option --out: give the HDF5 file that receives the table");
+  }
+  const std::string out_path = vm["out"].as<std::string>();
+  const int jobs = vm["jobs"].as<int>();
+  if (jobs < 0 || jobs > 4096) {
+    throw InvalidArgument("option -j/--jobs: expected 0 (all cores) to 4096, got " +
+                          std::to_string(jobs));
+  }
+  std::optional<long long> limit;
+  if (vm.count("limit") != 0) {
+    limit = vm["limit"].as<long long>();
+    if (*limit < 0) throw InvalidArgument("option --limit: expected a count >= 0");
+  }
+  const Progress::Mode mode = progress_mode(vm["progress"].as<std::string>(), err);
+
+  // Everything is checked before anything is simulated or written.
+  const analysis::Study study = analysis::load_study(vm["study"].as<std::string>());
+  const sim::ScheduleRegistry registry = make_schedule_registry();
+  for (const analysis::StudyConfiguration& c : study.configurations) {
+    const analysis::StudySetting& s = *c.find("schedule");
+    try {
+      registry.get(s.value);
+    } catch (const InvalidArgument& e) {
+      throw analysis::StudyError(study.path + ":" + std::to_string(s.line) +
+                                 ": key 'schedule': " + e.what());
+    }
+  }
+  const std::size_t total = study.configurations.size();
+  std::unordered_map<std::string, std::size_t> index_of;
+  for (std::size_t i = 0; i < total; ++i)
+    index_of.emplace(study.configurations[i].key(), i);
+
+  std::vector<std::optional<analysis::SweepRow>> rows(total);
+  std::size_t done_before = 0;
+  std::error_code ec;
+  if (std::filesystem::exists(out_path, ec)) {
+    const analysis::ResultsReader reader(out_path);
+    if (!vm["restart"].as<bool>() && reader.has_sweep_table()) {
+      for (analysis::SweepRow& row : reader.read_sweep_table()) {
+        const auto it = index_of.find(row.key);
+        if (it == index_of.end()) {
+          throw InvalidArgument(out_path + ": its sweep table has a row of another study ('" +
+                                row.key + "'); give --restart to replace the table");
+        }
+        row.index = static_cast<std::int32_t>(it->second);
+        if (!rows[it->second]) ++done_before;
+        rows[it->second] = std::move(row);
+      }
+    }
+  }
+  std::vector<std::size_t> todo;
+  for (std::size_t i = 0; i < total; ++i) {
+    if (!rows[i]) todo.push_back(i);
+  }
+  bool stopped_by_limit = false;
+  if (limit && static_cast<std::size_t>(*limit) < todo.size()) {
+    todo.resize(static_cast<std::size_t>(*limit));
+    stopped_by_limit = true;
+  }
+
+  const analysis::WriterInfo writer{BUBBLESIM_VERSION, command_line};
+  const auto write = [&] {
+    std::vector<analysis::SweepRow> table;
+    for (const std::optional<analysis::SweepRow>& row : rows) {
+      if (row) table.push_back(*row);
+    }
+    analysis::write_sweep_table(out_path, table, writer);
+  };
+
+  po::options_description run_options;
+  add_run_options(run_options);
+  const SigintGuard sigint;
+  tbb::task_arena arena(jobs == 0 ? tbb::task_arena::automatic : jobs);
+  Progress progress(err, mode, total, done_before);
+  // Batches small enough for a responsive progress bar and Ctrl-C; each batch is spread over
+  // the cores by parallel_for.
+  const std::size_t batch = std::max<std::size_t>(16, 4 * arena.max_concurrency());
+  std::size_t done_now = 0;
+  auto last_write = Clock::now();
+  bool interrupted = false;
+  for (std::size_t from = 0; from < todo.size(); from += batch) {
+    if (g_interrupted.load()) {
+      interrupted = true;
+      break;
+    }
+    const std::size_t to = std::min(todo.size(), from + batch);
+    arena.execute([&] {
+      tbb::parallel_for(tbb::blocked_range<std::size_t>(from, to),
+                        [&](const tbb::blocked_range<std::size_t>& range) {
+                          for (std::size_t k = range.begin(); k != range.end(); ++k) {
+                            const std::size_t i = todo[k];
+                            rows[i] =
+                                simulate_configuration(study.configurations[i], static_cast<int>(i),
+                                                       run_options, registry);
+                          }
+                        });
+    });
+    done_now = to;
+    progress.update(done_now);
+    if (std::chrono::duration<double>(Clock::now() - last_write).count() >= kWriteEverySeconds) {
+      write();
+      last_write = Clock::now();
+    }
+  }
+  interrupted = interrupted || g_interrupted.load();
+  progress.update(done_now, true);
+  write();
+
+  std::size_t failed = 0, present = 0;
+  for (const std::optional<analysis::SweepRow>& row : rows) {
+    present += row.has_value();
+    failed += row && row->status != "ok";
+  }
+  fmt::print(out,
+             "{}: /sweep/table holds {} of {} configurations ({} simulated now, {} from the "
+             "file; {} failed, see their 'error')\n",
+             out_path, present, total, done_now, done_before, failed);
+  if (interrupted || stopped_by_limit) {
+    fmt::print(out, "stopped {}: rerun the same command to simulate the {} left\n",
+               interrupted ? "by Ctrl-C" : "by --limit", total - present);
+  }
+  return interrupted ? 130 : 0;
+}
+
+}  // namespace bubblesim::cli

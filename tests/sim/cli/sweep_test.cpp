@@ -1,0 +1,285 @@
+// `bubblesim sweep`: the table's rows against `simulate --json`, resuming after a stop, and the
+// errors of bad study files.
+#include <gtest/gtest.h>
+#include <rapidjson/document.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "analysis/results_file.h"
+#include "analysis/study.h"
+#include "sim/cli/cli.h"
+
+namespace bubblesim::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Outcome {
+  int status;
+  std::string out;
+  std::string err;
+};
+
+Outcome run_cli(const std::vector<std::string>& args) {
+  std::ostringstream out, err;
+  const int status = run(args, out, err);
+  return {status, out.str(), err.str()};
+}
+
+// A time as the shortest text that reads back as the same double.
+std::string fmt_number(double x) {
+  std::ostringstream text;
+  text.precision(17);
+  text << x;
+  return text.str();
+}
+
+class SweepTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("bubblesim_sweep_test_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::string write(const std::string& name, const std::string& text) {
+    const std::string path = (dir_ / name).string();
+    std::ofstream(path) << text;
+    return path;
+  }
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+
+  fs::path dir_;
+};
+
+// 5 schedules x p {2, 4} x m {4, 6, 8, 12, 16} x f {1, 2.5} x comm {0, 0.1}: 200 configurations.
+constexpr const char* kStudy = R"(name: grid
+fixed:
+  b: 1.25
+  w: [0.5, 0.75, 0.5, 0.75]
+  v: 2
+axes:
+  schedule: [gpipe, 1f1b, zb-h1, 1f1b-i, zb-v]
+  p: [2, 4]
+  m: [4, 6, 8, 12, 16]
+  f: [1, 2.5]
+  comm: [0, 0.1]
+)";
+
+// The per-device w list has 4 values, so the p = 2 configurations fail; keep w per device
+// out of the big study.
+std::string study_text() {
+  std::string text = kStudy;
+  text.replace(text.find("[0.5, 0.75, 0.5, 0.75]"), 22, "0.5");
+  return text;
+}
+
+TEST_F(SweepTest, TableRowsMatchSimulateJson) {
+  const std::string study = write("study.yaml", study_text());
+  const std::string out = path("sweep.h5");
+  const Outcome r = run_cli({"sweep", study, "--out", out, "--progress", "none", "-j", "2"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("holds 200 of 200 configurations"), std::string::npos) << r.out;
+
+  const std::vector<analysis::SweepRow> rows = analysis::ResultsReader(out).read_sweep_table();
+  ASSERT_EQ(rows.size(), 200u);
+  for (std::size_t i = 0; i < rows.size(); ++i)
+    ASSERT_EQ(rows[i].index, static_cast<int>(i));
+  // The last axis varies fastest: row 1 differs from row 0 only in comm.
+  EXPECT_EQ(rows[0].key, "schedule=gpipe pp=2 microbatches=4 chunks=2 f=1 b=1.25 w=0.5 comm=0");
+  EXPECT_EQ(rows[1].key, "schedule=gpipe pp=2 microbatches=4 chunks=2 f=1 b=1.25 w=0.5 comm=0.1");
+
+  int checked = 0, failed = 0;
+  for (const analysis::SweepRow& row : rows) {
+    if (row.status != "ok") {
+      ++failed;
+      // 1f1b-i needs m to be a multiple of p: only p = 4 with m = 6 fails.
+      EXPECT_EQ(row.schedule, "1f1b-i");
+      EXPECT_EQ(row.pp, 4);
+      EXPECT_EQ(row.microbatches, 6);
+      EXPECT_EQ(row.status, "error");
+      EXPECT_NE(row.error.find("multiple"), std::string::npos) << row.error;
+      EXPECT_EQ(row.iteration_time_ms, 0);
+      continue;
+    }
+    EXPECT_GT(row.iteration_time_ms, 0);
+    // Chunks apply only where the schedule takes them.
+    EXPECT_EQ(row.chunks,
+              row.schedule == "gpipe" || row.schedule == "1f1b" || row.schedule == "zb-h1" ? 1 : 2);
+    if (row.index % 37 != 5 && row.index != 199) continue;
+    std::vector<std::string> args = {"simulate",
+                                     "-s",
+                                     row.schedule,
+                                     "-p",
+                                     std::to_string(row.pp),
+                                     "-m",
+                                     std::to_string(row.microbatches),
+                                     "--f",
+                                     fmt_number(row.f_ms),
+                                     "--b",
+                                     "1.25",
+                                     "--w",
+                                     "0.5",
+                                     "--comm",
+                                     fmt_number(row.comm_ms),
+                                     "--json"};
+    if (row.chunks == 2) args.insert(args.end() - 1, {"-v", "2"});
+    const Outcome sim = run_cli(args);
+    ASSERT_EQ(sim.status, 0) << sim.err;
+    rapidjson::Document doc;
+    doc.Parse(sim.out.c_str());
+    ASSERT_FALSE(doc.HasParseError());
+    EXPECT_DOUBLE_EQ(row.iteration_time_ms, doc["iteration_time_ms"].GetDouble()) << row.key;
+    EXPECT_DOUBLE_EQ(row.max_device_span_ms, doc["max_device_span_ms"].GetDouble()) << row.key;
+    EXPECT_DOUBLE_EQ(row.bubble_rate, doc["bubble_rate"].GetDouble()) << row.key;
+    EXPECT_DOUBLE_EQ(row.peak_activation_memory, doc["peak_activation_memory"].GetDouble())
+        << row.key;
+    EXPECT_EQ(row.chunks, doc["chunks"].GetInt());
+    ++checked;
+  }
+  EXPECT_GE(checked, 5);
+  EXPECT_EQ(failed, 2 * 2);  // m = 6 at p = 4, for each f and comm
+}
+
+TEST_F(SweepTest, StoppedRunsResumeToTheUninterruptedTable) {
+  const std::string study = write("study.yaml", study_text());
+  const std::string whole = path("whole.h5"), pieces = path("pieces.h5");
+  ASSERT_EQ(run_cli({"sweep", study, "--out", whole, "--progress", "none"}).status, 0);
+
+  // Stop after 70 new rows, then 55 more, then finish: each stop leaves a valid file.
+  Outcome r = run_cli({"sweep", study, "--out", pieces, "--progress", "none", "--limit", "70"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("stopped by --limit"), std::string::npos) << r.out;
+  std::vector<analysis::SweepRow> rows = analysis::ResultsReader(pieces).read_sweep_table();
+  ASSERT_EQ(rows.size(), 70u);
+  EXPECT_EQ(rows.back().index, 69);
+  r = run_cli({"sweep", study, "--out", pieces, "--progress", "none", "--limit", "55", "-j", "1"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("holds 125 of 200 configurations (55 simulated now, 70 from the file"),
+            std::string::npos)
+      << r.out;
+  r = run_cli({"sweep", study, "--out", pieces, "--progress", "none"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("(75 simulated now, 125 from the file"), std::string::npos) << r.out;
+
+  const std::vector<analysis::SweepRow> expected =
+      analysis::ResultsReader(whole).read_sweep_table();
+  rows = analysis::ResultsReader(pieces).read_sweep_table();
+  ASSERT_EQ(rows.size(), 200u);
+  EXPECT_EQ(rows, expected);
+
+  // A finished sweep rerun simulates nothing and keeps the table.
+  r = run_cli({"sweep", study, "--out", pieces, "--progress", "none"});
+  EXPECT_NE(r.out.find("(0 simulated now, 200 from the file"), std::string::npos) << r.out;
+  EXPECT_EQ(analysis::ResultsReader(pieces).read_sweep_table(), expected);
+}
+
+TEST_F(SweepTest, SigintStopsTheExecutableLeavingAResumableFile) {
+  // Large enough to outlast the signal: 4 x 40 configurations of p = 32, m = 512.
+  const std::string study = write("big.yaml", R"(fixed: {p: 32, m: 512, b: 1, w: 1}
+axes:
+  schedule: [zb-h1, 1f1b, zb-h2, gpipe]
+  f: [1, 1.01, 1.02, 1.03, 1.04, 1.05, 1.06, 1.07, 1.08, 1.09, 1.1, 1.11, 1.12, 1.13, 1.14, 1.15,
+      1.16, 1.17, 1.18, 1.19, 1.2, 1.21, 1.22, 1.23, 1.24, 1.25, 1.26, 1.27, 1.28, 1.29, 1.3,
+      1.31, 1.32, 1.33, 1.34, 1.35, 1.36, 1.37, 1.38, 1.39]
+)");
+  const std::string out = path("big.h5");
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::execl(BUBBLESIM_EXE, BUBBLESIM_EXE, "sweep", study.c_str(), "--out", out.c_str(), "-j", "1",
+            "--progress", "none", static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  ::kill(child, SIGINT);
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  // 130 when the signal came while it ran; 0 when it had already finished.
+  EXPECT_TRUE(WEXITSTATUS(status) == 130 || WEXITSTATUS(status) == 0) << WEXITSTATUS(status);
+  const std::size_t kept = analysis::ResultsReader(out).read_sweep_table().size();
+  EXPECT_LE(kept, 160u);
+  if (WEXITSTATUS(status) == 130) {
+    EXPECT_LT(kept, 160u);
+  }
+
+  const Outcome r = run_cli({"sweep", study, "--out", out, "--progress", "none"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const std::string whole = path("whole.h5");
+  ASSERT_EQ(run_cli({"sweep", study, "--out", whole, "--progress", "none"}).status, 0);
+  EXPECT_EQ(analysis::ResultsReader(out).read_sweep_table(),
+            analysis::ResultsReader(whole).read_sweep_table());
+}
+
+struct BadStudy {
+  const char* text;
+  const char* message;  // what the error line contains after "study.yaml:"
+};
+
+TEST_F(SweepTest, BadStudiesNameFileLineAndKeyAndWriteNothing) {
+  const BadStudy cases[] = {
+      {"fixed: {p: 4}\naxes:\n  schedule: [1f1b]\n  colour: [red]\n",
+       "study.yaml:4: key 'colour': unknown setting"},
+      {"axes:\n  schedule: [1f1b]\n  p: [4, x]\n", "study.yaml:3: key 'p': expected an integer"},
+      {"axes:\n  schedule: [1f1b, nope]\n", "study.yaml:2: key 'schedule': "},
+      {"fixed:\n  schedule: 1f1b\n  f: [1, -2]\n", "study.yaml:3: key 'f': expected times"},
+      {"axes:\n  schedule: [1f1b\n  p: [1]\n", "study.yaml:"},
+      {"fixed: {p: 4}\naxes:\n  p: [2]\n  schedule: [1f1b]\n",
+       "study.yaml:3: key 'p': is both fixed and an axis"},
+      {"axes:\n  p: [2, 4]\n", "key 'schedule': every configuration needs one"},
+      {"fixed:\n  schedule: 1f1b\n  model: missing.yaml\n", "study.yaml:3: key 'model': no such"},
+      {"sweeps: 3\n", "study.yaml:1: key 'sweeps': unknown section"},
+  };
+  for (const BadStudy& c : cases) {
+    const std::string study = write("study.yaml", c.text);
+    const std::string out = path("never.h5");
+    const Outcome r = run_cli({"sweep", study, "--out", out});
+    EXPECT_EQ(r.status, 2) << c.text;
+    EXPECT_NE(r.err.find(c.message), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << r.err;  // one line
+    EXPECT_FALSE(fs::exists(out)) << c.text;
+  }
+  // The unknown schedule's error lists the valid names.
+  write("study.yaml", "axes:\n  schedule: [1f1b, nope]\n");
+  EXPECT_NE(run_cli({"sweep", path("study.yaml"), "--out", path("x.h5")}).err.find("zb-h1"),
+            std::string::npos);
+}
+
+TEST_F(SweepTest, ExplicitConfigsCrossTheAxes) {
+  const std::string study = write("study.yaml", R"(fixed: {f: 2, b: 2, w: 1, comm: 0}
+configs:
+  - {schedule: 1f1b, p: 4}
+  - {schedule: zb-v, p: 2, v: 2, mem_limit: inf}
+axes:
+  m: [8, 16]
+)");
+  const analysis::Study s = analysis::load_study(study);
+  ASSERT_EQ(s.configurations.size(), 4u);
+  EXPECT_EQ(s.configurations[3].key(),
+            "schedule=zb-v pp=2 microbatches=16 chunks=2 f=2 b=2 w=1 comm=0 mem-limit=inf");
+  EXPECT_EQ(s.configurations[3].find("microbatches")->line, 6);
+  const std::string out = path("c.h5");
+  ASSERT_EQ(run_cli({"sweep", study, "--out", out, "--progress", "none"}).status, 0);
+  const std::vector<analysis::SweepRow> rows = analysis::ResultsReader(out).read_sweep_table();
+  ASSERT_EQ(rows.size(), 4u);
+  // 1F1B with uniform costs: (m + p - 1)(F + B + W) = 11 x 5 ms at p = 4, m = 8.
+  EXPECT_EQ(rows[0].iteration_time_ms, 55);
+  EXPECT_EQ(rows[0].pp, 4);
+  EXPECT_TRUE(std::isinf(rows[3].mem_limit));
+  EXPECT_EQ(rows[3].status, "ok");
+}
+
+}  // namespace
+}  // namespace bubblesim::cli
