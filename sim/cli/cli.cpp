@@ -10,6 +10,7 @@
 #include <span>
 #include <sstream>
 
+#include "analysis/profile_file.h"
 #include "analysis/results_file.h"
 #include "analysis/run_record.h"
 #include "sim/cli/options.h"
@@ -401,7 +402,8 @@ int cmd_compare(const std::vector<std::string>& args, const std::string& command
   return 0;
 }
 
-int cmd_import(const std::vector<std::string>& args, std::ostream& out) {
+int cmd_import(const std::vector<std::string>& args, const std::string& command_line,
+               std::ostream& out) {
   po::options_description desc("options");
   // clang-format off
   desc.add_options()
@@ -411,11 +413,15 @@ int cmd_import(const std::vector<std::string>& args, std::ostream& out) {
     ("json", po::bool_switch(), "print the per-pass statistics as a JSON array instead")
     ("label-regex", po::value<std::string>(),
      "name ranges by this regular expression with named groups pass (F, B, W, BW; I for B) "
-     "and optionally stage, microbatch, chunk, instead of PyTorch's PP:<stage><F|I|W|B><mb>");
+     "and optionally stage, microbatch, chunk, instead of PyTorch's PP:<stage><F|I|W|B><mb>")
+    ("out", po::value<std::string>(),
+     "also write the profile (every pass and NCCL sample, the devices) to this HDF5 profile "
+     "file, replacing it (docs/profile-format.md); 'simulate --profile' reads it");
   // clang-format on
   po::variables_map vm;
   if (!parse(args, desc, vm, out,
-             "usage: bubblesim import TRACE... [--summary | --json] [--label-regex REGEX]\n\n"
+             "usage: bubblesim import TRACE... [--summary | --json] [--label-regex REGEX] "
+             "[--out PROFILE.h5]\n\n"
              "Reads PyTorch profiler (Kineto) Chrome-trace JSON files, plain or .gz, attributes "
              "their kernels to the pipeline passes' labelled ranges and prints per stage and "
              "pass the kernel time, and the NCCL kernels by collective.",
@@ -434,6 +440,11 @@ int cmd_import(const std::vector<std::string>& args, std::ostream& out) {
   }
   const traces::Profile profile =
       traces::import_kineto_traces(vm["trace"].as<std::vector<std::string>>(), *labeller);
+  if (vm.count("out") != 0) {
+    const std::string path = vm["out"].as<std::string>();
+    if (path.empty()) throw InvalidArgument("option --out: expected a file name");
+    analysis::write_profile(path, profile, {BUBBLESIM_VERSION, command_line});
+  }
   if (vm["json"].as<bool>()) {
     write_profile_json(out, profile);
   } else {
@@ -489,7 +500,7 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
     } else if (command == "compare") {
       status = cmd_compare(rest, "bubblesim " + shell_words(args), buffer, err);
     } else if (command == "import") {
-      status = cmd_import(rest, buffer);
+      status = cmd_import(rest, "bubblesim " + shell_words(args), buffer);
     } else if (command.empty()) {
       throw Usage{
           "missing command; valid commands are: schedules, simulate, compare, import (see "
