@@ -7,6 +7,9 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <string>
+
+#include <unistd.h>
 
 namespace bubblesim::analysis {
 namespace {
@@ -18,7 +21,7 @@ class ProfileFileTest : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = fs::path(::testing::TempDir()) /
-           (std::string("bubblesim_profile_") +
+           (std::string("bubblesim_profile_") + std::to_string(::getpid()) + "_" +
             ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_);
