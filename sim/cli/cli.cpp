@@ -7,9 +7,11 @@
 #include <filesystem>
 #include <memory>
 #include <optional>
+#include <random>
 #include <span>
 #include <sstream>
 
+#include "analysis/profile_file.h"
 #include "analysis/results_file.h"
 #include "analysis/run_record.h"
 #include "sim/cli/commands.h"
@@ -25,6 +27,7 @@
 #include "sim/simulation.h"
 #include "traces/kineto_trace.h"
 #include "traces/perfetto_export.h"
+#include "traces/sampled_cost_model.h"
 #include "traces/schedule_csv.h"
 
 namespace bubblesim::cli {
@@ -172,12 +175,30 @@ RunSummary run_schedule(std::string name, sim::Schedule& schedule,
                  exact,
                  in.static_memory_bytes,
                  in.samples_per_microbatch,
+                 std::nullopt,
+                 in.profile,
                  std::nullopt};
   if (recording != nullptr) {
     run.record = analysis::make_run_record(record_header(*recording, name, params, in), schedule,
                                            costs, result, transfers.transfers());
   }
   return run;
+}
+
+// --samples: `samples` runs of `schedule`, each with every op's duration drawn anew from its
+// stage's profile samples by a generator seeded with `seed`.
+MonteCarloSummary monte_carlo(const sim::Schedule& schedule, const RunInputs& in, int chunks,
+                              int samples, std::uint64_t seed) {
+  traces::SampledCostModel costs(schedule, in.device_costs, in.device_samples, chunks);
+  std::mt19937_64 rng(seed);
+  std::vector<double> iteration_ms, bubble;
+  for (int i = 0; i < samples; ++i) {
+    costs.draw(rng);
+    const sim::SimulationResult result = sim::simulate(schedule, costs);
+    iteration_ms.push_back(sim::ns_to_ms(result.metrics.iteration_time_ns));
+    bubble.push_back(result.metrics.bubble_rate);
+  }
+  return {samples, seed, distribution(std::move(iteration_ms)), distribution(std::move(bubble))};
 }
 
 // Adds the runs' records to the --out file (all or none of them).
@@ -272,7 +293,12 @@ int cmd_simulate(const std::vector<std::string>& args, const std::string& comman
     ("time-limit", po::value<double>()->default_value(10), "seconds the --exact solver may take")
     ("mem-limit-sweep", po::value<std::string>(),
      "FROM:TO:STEP: simulate at each memory limit, as multiples of p*M_B, and print the "
-     "bubble rate against memory (schedules that take --mem-limit)");
+     "bubble rate against memory (schedules that take --mem-limit)")
+    ("samples", po::value<int>()->default_value(0),
+     "with --profile: also run N times, each op's duration drawn from its stage's samples, and "
+     "report the mean, p50, p90 and p99 of the iteration time and bubble rate")
+    ("seed", po::value<std::uint64_t>()->default_value(1),
+     "seed of the --samples generator (std::mt19937_64): the same seed gives the same results");
   // clang-format on
   add_run_options(desc);
   po::variables_map vm;
@@ -280,7 +306,8 @@ int cmd_simulate(const std::vector<std::string>& args, const std::string& comman
              "usage: bubblesim simulate (-s NAME | --schedule-file FILE.csv) [-p P] [-m M] "
              "[--f MS] [--b MS] [--w MS] [--comm MS] [--mem-limit M | --mem-limit-sweep "
              "FROM:TO:STEP] [--exact [--time-limit S]] [--write-schedule FILE.csv] "
-             "[--trace-json FILE.json] [--json] [--out FILE.h5 [--run-name NAME] [--overwrite]]\n\n"
+             "[--trace-json FILE.json] [--profile PROFILE.h5 [--samples N [--seed S]]] [--json] "
+             "[--out FILE.h5 [--run-name NAME] [--overwrite]]\n\n"
              "Simulates one schedule and prints its iteration time, bubble rate and peak "
              "activation memory, per device.")) {
     return 0;
@@ -294,13 +321,24 @@ int cmd_simulate(const std::vector<std::string>& args, const std::string& comman
     throw InvalidArgument("option --time-limit: expected seconds in (0, 1e6], got " +
                           std::to_string(time_limit_s));
   }
+  const int samples = vm["samples"].as<int>();
+  if (samples < 0 || samples > 1000000) {
+    throw InvalidArgument("option --samples: expected 0 to 1000000 runs, got " +
+                          std::to_string(samples));
+  }
+  if (samples > 0 && vm.count("profile") == 0) {
+    throw InvalidArgument("option --samples: draws from a profile's samples; give --profile FILE");
+  }
+  if (!vm["seed"].defaulted() && samples == 0) {
+    throw InvalidArgument("option --seed: applies only with --samples N");
+  }
   const bool sweep = vm.count("mem-limit-sweep") != 0;
-  if (sweep &&
-      (exact || !vm["mem-limit"].defaulted() || vm.count("write-schedule") != 0 ||
-       vm.count("schedule-file") != 0 || vm.count("trace-json") != 0 || vm.count("out") != 0)) {
+  if (sweep && (exact || !vm["mem-limit"].defaulted() || vm.count("write-schedule") != 0 ||
+                vm.count("schedule-file") != 0 || vm.count("trace-json") != 0 ||
+                vm.count("out") != 0 || samples > 0)) {
     throw InvalidArgument(
         "option --mem-limit-sweep: takes -s NAME and cannot be combined with --mem-limit, "
-        "--exact, --write-schedule, --trace-json, --schedule-file or --out");
+        "--exact, --write-schedule, --trace-json, --schedule-file, --out or --samples");
   }
   if (exact && vm.count("schedule-file") != 0) {
     throw InvalidArgument(
@@ -336,6 +374,10 @@ int cmd_simulate(const std::vector<std::string>& args, const std::string& comman
                        params_for(in, generator, false), in,
                        exact ? std::optional<double>(time_limit_s) : std::nullopt,
                        record(std::string(generator.name())));
+  }
+  if (samples > 0) {
+    run.monte_carlo =
+        monte_carlo(schedule, in, run.params.chunks, samples, vm["seed"].as<std::uint64_t>());
   }
   if (vm.count("write-schedule") != 0) {
     traces::save_schedule_csv(vm["write-schedule"].as<std::string>(), schedule);
@@ -403,7 +445,8 @@ int cmd_compare(const std::vector<std::string>& args, const std::string& command
   return 0;
 }
 
-int cmd_import(const std::vector<std::string>& args, std::ostream& out) {
+int cmd_import(const std::vector<std::string>& args, const std::string& command_line,
+               std::ostream& out) {
   po::options_description desc("options");
   // clang-format off
   desc.add_options()
@@ -413,11 +456,15 @@ int cmd_import(const std::vector<std::string>& args, std::ostream& out) {
     ("json", po::bool_switch(), "print the per-pass statistics as a JSON array instead")
     ("label-regex", po::value<std::string>(),
      "name ranges by this regular expression with named groups pass (F, B, W, BW; I for B) "
-     "and optionally stage, microbatch, chunk, instead of PyTorch's PP:<stage><F|I|W|B><mb>");
+     "and optionally stage, microbatch, chunk, instead of PyTorch's PP:<stage><F|I|W|B><mb>")
+    ("out", po::value<std::string>(),
+     "also write the profile (every pass and NCCL sample, the devices) to this HDF5 profile "
+     "file, replacing it (docs/profile-format.md); 'simulate --profile' reads it");
   // clang-format on
   po::variables_map vm;
   if (!parse(args, desc, vm, out,
-             "usage: bubblesim import TRACE... [--summary | --json] [--label-regex REGEX]\n\n"
+             "usage: bubblesim import TRACE... [--summary | --json] [--label-regex REGEX] "
+             "[--out PROFILE.h5]\n\n"
              "Reads PyTorch profiler (Kineto) Chrome-trace JSON files, plain or .gz, attributes "
              "their kernels to the pipeline passes' labelled ranges and prints per stage and "
              "pass the kernel time, and the NCCL kernels by collective.",
@@ -436,6 +483,11 @@ int cmd_import(const std::vector<std::string>& args, std::ostream& out) {
   }
   const traces::Profile profile =
       traces::import_kineto_traces(vm["trace"].as<std::vector<std::string>>(), *labeller);
+  if (vm.count("out") != 0) {
+    const std::string path = vm["out"].as<std::string>();
+    if (path.empty()) throw InvalidArgument("option --out: expected a file name");
+    analysis::write_profile(path, profile, {BUBBLESIM_VERSION, command_line});
+  }
   if (vm["json"].as<bool>()) {
     write_profile_json(out, profile);
   } else {
@@ -510,7 +562,7 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
     } else if (command == "sweep") {
       status = cmd_sweep(rest, "bubblesim " + shell_words(args), buffer, err);
     } else if (command == "import") {
-      status = cmd_import(rest, buffer);
+      status = cmd_import(rest, "bubblesim " + shell_words(args), buffer);
     } else if (command.empty()) {
       throw Usage{
           "missing command; valid commands are: schedules, simulate, compare, sweep, import (see "

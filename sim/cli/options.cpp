@@ -6,7 +6,9 @@
 #include <cmath>
 #include <limits>
 
+#include "analysis/profile_file.h"
 #include "models/transformer.h"
+#include "traces/profile_costs.h"
 
 namespace bubblesim::cli {
 
@@ -58,12 +60,72 @@ void apply_model(const po::variables_map& vm, RunInputs& in, std::vector<sim::Ti
     if (vm["m-w"].defaulted()) m_w[d] = stages[d].m_w_bytes;
     in.static_memory_bytes.push_back(stages[d].static_bytes);
   }
-  const bool measured = !vm["f"].defaulted() || !vm["b"].defaulted() || !vm["w"].defaulted();
+  const bool measured = !vm["f"].defaulted() || !vm["b"].defaulted() || !vm["w"].defaulted() ||
+                        vm.count("profile") != 0;
   in.model_description = fmt::format(
       "model {} on {} ({} GB): {} times, memory in bytes (static: 16 bytes per parameter)",
       model.name, gpu.name, gpu.memory_gb,
       measured ? "measured" : fmt::format("FLOP-based (efficiency {})", efficiency));
   in.samples_per_microbatch = model.microbatch_size;
+  in.default_example = false;
+}
+
+// --profile: the times each device's stage took in the profile, where --f/--b/--w/--comm were
+// left at their defaults; the samples for --samples.
+void apply_profile(const po::variables_map& vm, RunInputs& in, const traces::Profile& profile,
+                   std::vector<sim::TimeNs>& f, std::vector<sim::TimeNs>& b,
+                   std::vector<sim::TimeNs>& w, std::vector<sim::TimeNs>& comm) {
+  std::string split_note;
+  double b_share = 0.5;
+  if (vm.count("model") != 0) {
+    const models::TransformerConfig model = models::load_transformer(vm["model"].as<std::string>());
+    b_share = traces::backward_b_share(model.hidden, model.seq_len);
+    split_note = fmt::format("B : W = (24h + 8s) : 24h = {:.4f} : {:.4f} (h {}, s {} of --model)",
+                             b_share, 1 - b_share, model.hidden, model.seq_len);
+  } else {
+    split_note =
+        "B : W = 1 : 1, the FLOP ratio (24h + 8s) : 24h for s << h (give --model for its h "
+        "and s)";
+  }
+  traces::ProfileCosts costs;
+  try {
+    costs = traces::profile_costs(profile, in.params.pp, b_share);
+  } catch (const InvalidArgument& e) {
+    throw InvalidArgument("option --profile: " + in.profile + ": " + e.what());
+  }
+  std::size_t fewest = std::numeric_limits<std::size_t>::max();
+  std::string split_stages;
+  for (std::size_t d = 0; d < costs.stages.size(); ++d) {
+    const traces::StageSamples& s = costs.stages[d];
+    if (vm["f"].defaulted()) f[d] = traces::median_ns(s.f_ns);
+    if (vm["b"].defaulted()) b[d] = traces::median_ns(s.b_ns);
+    if (vm["w"].defaulted()) w[d] = traces::median_ns(s.w_ns);
+    fewest = std::min({fewest, s.f_ns.size(), s.b_ns.size(), s.w_ns.size()});
+    if (s.split_from_bw) split_stages += (split_stages.empty() ? "" : ",") + std::to_string(d);
+    // --samples draws from the profile's samples, except for the times given explicitly.
+    in.device_samples.push_back({vm["f"].defaulted() ? s.f_ns : std::vector{f[d]},
+                                 vm["b"].defaulted() ? s.b_ns : std::vector{b[d]},
+                                 vm["w"].defaulted() ? s.w_ns : std::vector{w[d]}});
+  }
+  std::string comm_source;
+  if (!costs.comm_ns.empty() && vm["comm"].defaulted()) {
+    std::fill(comm.begin(), comm.end(), traces::median_ns(costs.comm_ns));
+    comm_source = fmt::format("median of its {} send/recv kernels", costs.comm_ns.size());
+  } else if (!vm["comm"].defaulted()) {
+    comm_source = "--comm (given)";
+  } else {
+    comm_source = "--comm (default; the profile has no send/recv kernels)";
+  }
+  const bool given = !vm["f"].defaulted() || !vm["b"].defaulted() || !vm["w"].defaulted();
+  in.profile_description = fmt::format(
+      "profile {}: F, B, W per stage = median kernel time of its samples (at least {} per "
+      "stage and pass){}; comm = {}",
+      in.profile, fewest, given ? ", except the --f/--b/--w given" : "", comm_source);
+  if (!split_stages.empty()) {
+    in.profile_description +=
+        fmt::format("\nnote: stages {} ran a fused backward (BW) only; each BW sample was split {}",
+                    split_stages, split_note);
+  }
   in.default_example = false;
 }
 
@@ -102,6 +164,11 @@ void add_run_options(po::options_description& desc) {
      "GPU type for --model: A100-40GB, A100-80GB, H100-SXM, H200, L40S")
     ("efficiency", po::value<double>()->default_value(models::kDefaultEfficiency, "0.45"),
      "fraction of the GPU's dense BF16 peak that --model's passes reach, in (0, 1]")
+    ("profile", po::value<std::string>(),
+     "HDF5 profile from 'bubblesim import --out' (docs/profile-format.md): each stage's F, B, W "
+     "times are the median kernel time of its samples (stage s on device s; p = the profile's "
+     "stages unless -p is given), a fused BW is split by the FLOP ratio, and comm is the median "
+     "send/recv kernel if the profile has any; --f/--b/--w/--comm given explicitly override it")
     ("json", po::bool_switch(), "print the summary as JSON instead of a table")
     ("out", po::value<std::string>(),
      "also add the runs (every op, transfer and memory change) to this HDF5 results file, "
@@ -190,13 +257,29 @@ RunInputs read_run_inputs(const po::variables_map& vm, const sim::Schedule* from
   for (const char* name : {"pp", "microbatches", "f", "b", "w", "comm"}) {
     in.default_example = in.default_example && vm[name].defaulted();
   }
+  traces::Profile profile;
+  if (vm.count("profile") != 0) {
+    in.profile = vm["profile"].as<std::string>();
+    if (in.profile.empty()) throw InvalidArgument("option --profile: expected a file name");
+    if (from_file != nullptr) {
+      throw InvalidArgument("option --profile: cannot be combined with --schedule-file (yet)");
+    }
+    profile = analysis::read_profile(in.profile);
+    if (vm["pp"].defaulted()) {
+      // The profile's stage count, checked (and named in errors) by profile_costs.
+      int stages = 0;
+      for (const traces::PassSample& s : profile.passes)
+        stages = std::max(stages, s.label.stage + 1);
+      if (stages > 0) in.params.pp = stages;
+    }
+  }
   sim::require_pipeline(in.params);
 
   const int p = in.params.pp;
   auto f = parse_time_list("--f", vm["f"].as<std::string>(), p);
   auto b = parse_time_list("--b", vm["b"].as<std::string>(), p);
   auto w = parse_time_list("--w", vm["w"].as<std::string>(), p);
-  const auto comm = parse_time_list("--comm", vm["comm"].as<std::string>(), p);
+  auto comm = parse_time_list("--comm", vm["comm"].as<std::string>(), p);
   const double m_b = non_negative(vm, "m-b");
   const double m_w = non_negative(vm, "m-w");
   in.mem_limit = vm["mem-limit"].as<double>();
@@ -214,6 +297,7 @@ RunInputs read_run_inputs(const po::variables_map& vm, const sim::Schedule* from
   if (vm.count("model") != 0) {
     apply_model(vm, in, f, b, w, m_bs, m_ws);
   }
+  if (!in.profile.empty()) apply_profile(vm, in, profile, f, b, w, comm);
 
   // The iteration cannot outlast all ops and transfers in a row: p m (T_F + T_B + T_W) plus
   // at most 2 p v m hops, with v <= 1024. Keep that far from the int64 clock's limit.

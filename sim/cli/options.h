@@ -9,6 +9,7 @@
 
 #include "sim/cost_model.h"
 #include "sim/schedule_registry.h"
+#include "traces/sampled_cost_model.h"
 
 namespace bubblesim::cli {
 
@@ -26,6 +27,12 @@ struct RunInputs {
   std::vector<double> static_memory_bytes;
   std::string model_description;
   int samples_per_microbatch = 0;  // --model's microbatch size; 0 without a model
+  // With --profile: its file, a description of where the costs came from (the statistic, the
+  // split of a fused BW) for the report, and each device's duration samples in ns for
+  // --samples (a time given explicitly is its only sample); empty otherwise.
+  std::string profile;
+  std::string profile_description;
+  std::vector<traces::DurationSamples> device_samples;
   // --out: the HDF5 results file the runs are added to, "" for none; --run-name (a name for
   // the run, "" for the schedule's) and --overwrite (replace runs of the same names).
   std::string out;
@@ -45,7 +52,7 @@ struct DefaultExample {
 };
 
 // Adds -p, -m, -v, --f, --b, --w, --comm, --m-b, --m-w, --mem-limit, --overlap-efficiency,
-// --model, --gpu, --efficiency, --json, --out, --run-name and --overwrite to `desc`.
+// --model, --gpu, --efficiency, --profile, --json, --out, --run-name and --overwrite to `desc`.
 void add_run_options(boost::program_options::options_description& desc);
 
 // Reads and checks the options added by add_run_options. With `from_file`, p, m and v are the

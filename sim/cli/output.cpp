@@ -87,6 +87,34 @@ void write_object(Writer& w, const RunSummary& run) {
     put(w, "time_limit_s", e.time_limit_s);
     w.EndObject();
   }
+  if (!run.profile.empty()) {
+    w.Key("profile");
+    w.StartObject();
+    w.Key("file");
+    w.String(run.profile.c_str());
+    w.Key("statistic");
+    w.String("median_kernel_time");
+    w.EndObject();
+  }
+  if (run.monte_carlo) {
+    const MonteCarloSummary& mc = *run.monte_carlo;
+    w.Key("monte_carlo");
+    w.StartObject();
+    put(w, "samples", mc.samples);
+    w.Key("seed");
+    w.Uint64(mc.seed);
+    for (const auto& [key, d] : {std::pair{"iteration_time_ms", &mc.iteration_time_ms},
+                                 std::pair{"bubble_rate", &mc.bubble_rate}}) {
+      w.Key(key);
+      w.StartObject();
+      put(w, "mean", d->mean);
+      put(w, "p50", d->p50);
+      put(w, "p90", d->p90);
+      put(w, "p99", d->p99);
+      w.EndObject();
+    }
+    w.EndObject();
+  }
   w.Key("devices");
   w.StartArray();
   for (const sim::DeviceMetrics& d : m.devices) {
@@ -151,6 +179,27 @@ void write_json(std::ostream& out, const std::vector<RunSummary>& runs) {
   });
 }
 
+Distribution distribution(std::vector<double> values) {
+  Distribution d;
+  if (values.empty()) return d;
+  std::sort(values.begin(), values.end());
+  const auto quantile = [&](double q) {
+    const double position = q * static_cast<double>(values.size() - 1);
+    const auto below = static_cast<std::size_t>(position);
+    const std::size_t above = std::min(below + 1, values.size() - 1);
+    const double fraction = position - static_cast<double>(below);
+    return values[below] * (1 - fraction) + values[above] * fraction;
+  };
+  double total = 0;
+  for (const double v : values)
+    total += v;
+  d.mean = total / static_cast<double>(values.size());
+  d.p50 = quantile(0.5);
+  d.p90 = quantile(0.9);
+  d.p99 = quantile(0.99);
+  return d;
+}
+
 std::string describe_inputs(const RunInputs& in) {
   const auto& c = in.device_costs;
   const std::string memory = in.static_memory_bytes.empty()
@@ -165,7 +214,8 @@ std::string describe_inputs(const RunInputs& in) {
                          ? "\n(default example: the zero-bubble paper's 1.5B model as profiled "
                            "in its Tables 5 and 9)"
                      : in.model_description.empty() ? ""
-                                                    : "\n" + in.model_description);
+                                                    : "\n" + in.model_description) +
+         (in.profile_description.empty() ? "" : "\n" + in.profile_description);
 }
 
 void write_simulate_table(std::ostream& out, const RunInputs& in, const RunSummary& run) {
@@ -196,6 +246,20 @@ void write_simulate_table(std::ostream& out, const RunInputs& in, const RunSumma
                  "{:.3f} ms), best bound {:.3f} ms, gap {:.2f}%\n",
                  e.time_limit_s, e.span_ms, e.heuristic_ms, e.bound_ms, 100 * e.gap);
     }
+  }
+  if (run.monte_carlo) {
+    const MonteCarloSummary& mc = *run.monte_carlo;
+    fmt::print(out,
+               "\nMonte Carlo: {} runs, seed {}, each op's duration drawn from its stage's profile "
+               "samples\n",
+               mc.samples, mc.seed);
+    fmt::print(out, "{:<18} {:>12} {:>12} {:>12} {:>12}\n", "", "mean", "p50", "p90", "p99");
+    const Distribution& t = mc.iteration_time_ms;
+    fmt::print(out, "{:<18} {:>12.3f} {:>12.3f} {:>12.3f} {:>12.3f}\n", "iteration time ms", t.mean,
+               t.p50, t.p90, t.p99);
+    const Distribution& b = mc.bubble_rate;
+    fmt::print(out, "{:<18} {:>12.4f} {:>12.4f} {:>12.4f} {:>12.4f}\n", "bubble rate", b.mean,
+               b.p50, b.p90, b.p99);
   }
   out << '\n';
   fmt::print(out, "{:>6}  {:>12}  {:>12}  {:>11}  {:>15}\n", "device", "span ms", "busy ms",

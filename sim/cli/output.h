@@ -1,6 +1,7 @@
 // Rendering of run summaries: the tables people read and the JSON of DESIGN.md §4.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -24,6 +25,21 @@ struct ExactSummary {
   double time_limit_s = 0;  // --time-limit
 };
 
+// Quantiles interpolate linearly between the sorted values (numpy's default).
+struct Distribution {
+  double mean = 0, p50 = 0, p90 = 0, p99 = 0;
+};
+Distribution distribution(std::vector<double> values);
+
+// --samples N --seed S: the run repeated N times, each op's duration drawn from its stage's
+// profile samples (traces::SampledCostModel), the schedule fixed.
+struct MonteCarloSummary {
+  int samples = 0;
+  std::uint64_t seed = 0;
+  Distribution iteration_time_ms;
+  Distribution bubble_rate;
+};
+
 struct RunSummary {
   std::string schedule;
   sim::ScheduleParams params;
@@ -37,6 +53,8 @@ struct RunSummary {
   std::vector<double> static_memory_bytes;
   int samples_per_microbatch = 0;  // with --model: throughput in samples per GPU per second
   std::optional<analysis::RunRecord> record;  // with --out: everything the results file keeps
+  std::string profile;                        // --profile's file; "" without
+  std::optional<MonteCarloSummary> monte_carlo;
 };
 
 // One point of a --mem-limit-sweep: the limit as a multiple of p M_B, and the run.

@@ -1,0 +1,223 @@
+#include "analysis/profile_file.h"
+
+#include <cstdio>
+#include <filesystem>
+
+#include "analysis/hdf5_io.h"
+
+namespace bubblesim::analysis {
+
+namespace {
+
+using namespace hdf5;
+
+[[noreturn]] void raise_profile_error(const std::string& message) {
+  throw ProfileFileError(message);
+}
+
+Where profile_at(const std::string& path) {
+  return Where{path, &raise_profile_error};
+}
+
+// Flat rows, one per sample, as the file stores them.
+struct PassRow {
+  sim::OpKind pass;
+  std::int32_t stage, microbatch, chunk, trace;
+  std::int64_t process, gpu_start_ns, gpu_end_ns, kernel_ns;
+  std::uint32_t gpu_ops;
+};
+
+struct CommRow {
+  traces::Collective collective;
+  std::int32_t trace, device;
+  std::int64_t start_ns, duration_ns, in_bytes, out_bytes;
+};
+
+struct DeviceRow {
+  std::int32_t trace, device;
+  const char* name;  // variable-length string: HDF5 allocates it on reading
+  std::uint64_t kernels;
+};
+
+// An HDF5 enum with the names of traces::Collective ("all-reduce", "send/recv", ...).
+Handle collective_type() {
+  Handle type = checked_type(H5Tenum_create(H5T_NATIVE_UINT8));
+  for (int i = 0; i < traces::kNumCollectives; ++i) {
+    const auto value = static_cast<std::uint8_t>(i);
+    H5Tenum_insert(type, std::string(traces::to_string(static_cast<traces::Collective>(i))).c_str(),
+                   &value);
+  }
+  return type;
+}
+
+Handle passes_type() {
+  using T = PassRow;
+  const Handle kind = kind_type();
+  return compound_type(sizeof(T), {{"pass", offsetof(T, pass), kind},
+                                   {"stage", offsetof(T, stage), H5T_NATIVE_INT32},
+                                   {"microbatch", offsetof(T, microbatch), H5T_NATIVE_INT32},
+                                   {"chunk", offsetof(T, chunk), H5T_NATIVE_INT32},
+                                   {"trace", offsetof(T, trace), H5T_NATIVE_INT32},
+                                   {"process", offsetof(T, process), H5T_NATIVE_INT64},
+                                   {"gpu_start_ns", offsetof(T, gpu_start_ns), H5T_NATIVE_INT64},
+                                   {"gpu_end_ns", offsetof(T, gpu_end_ns), H5T_NATIVE_INT64},
+                                   {"kernel_ns", offsetof(T, kernel_ns), H5T_NATIVE_INT64},
+                                   {"gpu_ops", offsetof(T, gpu_ops), H5T_NATIVE_UINT32}});
+}
+
+Handle comms_type() {
+  using T = CommRow;
+  const Handle collective = collective_type();
+  return compound_type(sizeof(T), {{"collective", offsetof(T, collective), collective},
+                                   {"trace", offsetof(T, trace), H5T_NATIVE_INT32},
+                                   {"device", offsetof(T, device), H5T_NATIVE_INT32},
+                                   {"start_ns", offsetof(T, start_ns), H5T_NATIVE_INT64},
+                                   {"duration_ns", offsetof(T, duration_ns), H5T_NATIVE_INT64},
+                                   {"in_bytes", offsetof(T, in_bytes), H5T_NATIVE_INT64},
+                                   {"out_bytes", offsetof(T, out_bytes), H5T_NATIVE_INT64}});
+}
+
+Handle devices_type() {
+  using T = DeviceRow;
+  const Handle name = string_type();
+  return compound_type(sizeof(T), {{"trace", offsetof(T, trace), H5T_NATIVE_INT32},
+                                   {"device", offsetof(T, device), H5T_NATIVE_INT32},
+                                   {"name", offsetof(T, name), name},
+                                   {"kernels", offsetof(T, kernels), H5T_NATIVE_UINT64}});
+}
+
+void write_int64(const Where& at, hid_t object, const char* name, std::int64_t value) {
+  write_attribute(at, object, name, H5T_NATIVE_INT64, 1, &value, true);
+}
+
+void write_file(const Where& at, const std::string& temporary, const traces::Profile& profile,
+                const WriterInfo& writer) {
+  Handle file(at.check(H5Fcreate(temporary.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT),
+                       "cannot create " + temporary),
+              H5Fclose);
+  write_string(at, file, "format", kProfileFormat);
+  write_int(at, file, "format_version", kProfileFormatVersion);
+  write_string(at, file, "bubblesim_version", writer.bubblesim_version);
+  write_string(at, file, "command_line", writer.command_line);
+  write_int64(at, file, "kernels", static_cast<std::int64_t>(profile.kernels));
+  write_int64(at, file, "memcpys", static_cast<std::int64_t>(profile.memcpys));
+  write_int64(at, file, "memsets", static_cast<std::int64_t>(profile.memsets));
+  write_int64(at, file, "total_kernel_ns", profile.total_kernel_ns);
+  write_int64(at, file, "unattributed_gpu_ops",
+              static_cast<std::int64_t>(profile.unattributed_gpu_ops));
+
+  std::vector<PassRow> passes;
+  for (const traces::PassSample& p : profile.passes) {
+    passes.push_back({p.label.pass, p.label.stage, p.label.microbatch, p.label.chunk, p.trace,
+                      p.process, p.gpu_start_ns, p.gpu_end_ns, p.kernel_ns, p.gpu_ops});
+  }
+  const Handle passes_set = write_table(at, file, "passes", passes_type(), passes);
+  write_string(at, passes_set, "unit", "ns; stage, microbatch, chunk -1 where the label has none");
+  std::vector<CommRow> comms;
+  for (const traces::CommSample& c : profile.comms) {
+    comms.push_back(
+        {c.collective, c.trace, c.device, c.start_ns, c.duration_ns, c.in_bytes, c.out_bytes});
+  }
+  const Handle comms_set = write_table(at, file, "comms", comms_type(), comms);
+  write_string(at, comms_set, "unit", "ns; bytes -1 where the trace records no size");
+  std::vector<DeviceRow> devices;
+  for (const traces::DeviceInfo& d : profile.devices) {
+    devices.push_back({d.trace, d.device, d.name.c_str(), d.kernels});
+  }
+  write_table(at, file, "devices", devices_type(), devices);
+  at.check(file.close(), "cannot finish writing " + temporary);
+}
+
+std::int64_t read_int64(const Where& at, hid_t file, const char* name) {
+  const auto value = read_number<std::int64_t>(at, file, "the root group", name, H5T_NATIVE_INT64);
+  if (value < 0) at.fail("root attribute '" + std::string(name) + "' is negative");
+  return value;
+}
+
+}  // namespace
+
+void write_profile(const std::string& path, const traces::Profile& profile,
+                   const WriterInfo& writer) {
+  const QuietHdf5 quiet;
+  const Where at = profile_at(path);
+  const std::string temporary = path + "." + std::to_string(::getpid()) + ".tmp";
+  try {
+    write_file(at, temporary, profile, writer);
+    sync(at, temporary);
+    if (std::rename(temporary.c_str(), path.c_str()) != 0) {
+      at.fail("cannot rename " + temporary + " into place");
+    }
+  } catch (...) {
+    std::remove(temporary.c_str());
+    throw;
+  }
+}
+
+traces::Profile read_profile(const std::string& path) {
+  const QuietHdf5 quiet;
+  const Where at = profile_at(path);
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) at.fail("no such file");
+  if (!std::filesystem::is_regular_file(path, ec)) at.fail("not a regular file");
+  if (H5Fis_hdf5(path.c_str()) <= 0) {
+    at.fail("not an HDF5 file (expected a bubblesim profile from 'bubblesim import --out')");
+  }
+  const Handle file(at.check(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT),
+                             "cannot open the HDF5 file (truncated or damaged?)"),
+                    H5Fclose);
+  const std::string root = "the root group";
+  if (H5Aexists(file, "format") <= 0) {
+    at.fail("not a bubblesim profile (no root attribute 'format' = \"" +
+            std::string(kProfileFormat) + "\")");
+  }
+  const std::string format = read_string(at, file, root, "format");
+  if (format != kProfileFormat) {
+    at.fail("not a bubblesim profile (its format is \"" + format + "\", expected \"" +
+            kProfileFormat + "\")");
+  }
+  const int version = read_number<int>(at, file, root, "format_version", H5T_NATIVE_INT);
+  if (version != kProfileFormatVersion) {
+    at.fail("format_version " + std::to_string(version) +
+            " is not supported (this bubblesim reads version " +
+            std::to_string(kProfileFormatVersion) + ")");
+  }
+  traces::Profile profile;
+  profile.kernels = static_cast<std::size_t>(read_int64(at, file, "kernels"));
+  profile.memcpys = static_cast<std::size_t>(read_int64(at, file, "memcpys"));
+  profile.memsets = static_cast<std::size_t>(read_int64(at, file, "memsets"));
+  profile.total_kernel_ns = read_int64(at, file, "total_kernel_ns");
+  profile.unattributed_gpu_ops =
+      static_cast<std::size_t>(read_int64(at, file, "unattributed_gpu_ops"));
+
+  for (const PassRow& r : read_table<PassRow>(at, file, root, "passes", passes_type())) {
+    profile.passes.push_back({{r.pass, r.stage, r.microbatch, r.chunk},
+                              r.trace,
+                              r.process,
+                              r.gpu_start_ns,
+                              r.gpu_end_ns,
+                              r.kernel_ns,
+                              r.gpu_ops});
+  }
+  for (const CommRow& r : read_table<CommRow>(at, file, root, "comms", comms_type())) {
+    if (static_cast<int>(r.collective) >= traces::kNumCollectives) {
+      at.fail("dataset 'comms': a collective out of range");
+    }
+    profile.comms.push_back(
+        {r.collective, r.trace, r.device, r.start_ns, r.duration_ns, r.in_bytes, r.out_bytes});
+  }
+  const Handle type = devices_type();
+  std::vector<DeviceRow> devices = read_table<DeviceRow>(at, file, root, "devices", type);
+  for (const DeviceRow& r : devices) {
+    profile.devices.push_back(
+        {r.trace, r.device, r.name != nullptr ? r.name : "", static_cast<std::size_t>(r.kernels)});
+  }
+  if (!devices.empty()) {
+    // The names were allocated by HDF5 while reading.
+    const hsize_t size = devices.size();
+    const Handle space(H5Screate_simple(1, &size, nullptr), H5Sclose);
+    H5Dvlen_reclaim(type, space, H5P_DEFAULT, devices.data());
+  }
+  return profile;
+}
+
+}  // namespace bubblesim::analysis
