@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
+#include <filesystem>
 #include <initializer_list>
 #include <string>
 #include <type_traits>
@@ -228,6 +229,35 @@ T read_number(const Where& at, hid_t object, const std::string& what, const char
 }
 
 // Datasets ------------------------------------------------------------------------------------
+
+// Opens an existing bubblesim file read-only and checks what it claims to be: root attribute
+// `format` = `format` and `format_version` = `version`. `kind` names the file in errors
+// ("results file"), `expected` says what was expected of a file that is not HDF5 at all.
+inline Handle open_bubblesim_file(const Where& at, const char* format, int version,
+                                  const std::string& kind, const std::string& expected) {
+  std::error_code ec;
+  if (!std::filesystem::exists(at.path, ec)) at.fail("no such file");
+  if (!std::filesystem::is_regular_file(at.path, ec)) at.fail("not a regular file");
+  if (H5Fis_hdf5(at.path.c_str()) <= 0) at.fail("not an HDF5 file (expected " + expected + ")");
+  Handle file(at.check(H5Fopen(at.path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT),
+                       "cannot open the HDF5 file (truncated or damaged?)"),
+              H5Fclose);
+  const std::string root = "the root group";
+  if (H5Aexists(file, "format") <= 0) {
+    at.fail("not a bubblesim " + kind + " (no root attribute 'format' = \"" + format + "\")");
+  }
+  const std::string found = read_string(at, file, root, "format");
+  if (found != format) {
+    at.fail("not a bubblesim " + kind + " (its format is \"" + found + "\", expected \"" + format +
+            "\")");
+  }
+  const int found_version = read_number<int>(at, file, root, "format_version", H5T_NATIVE_INT);
+  if (found_version != version) {
+    at.fail("format_version " + std::to_string(found_version) +
+            " is not supported (this bubblesim reads version " + std::to_string(version) + ")");
+  }
+  return file;
+}
 
 // A one-dimensional chunked, shuffled and deflated dataset of `rows`.
 template <typename Row>

@@ -156,31 +156,9 @@ void write_profile(const std::string& path, const traces::Profile& profile,
 traces::Profile read_profile(const std::string& path) {
   const QuietHdf5 quiet;
   const Where at = profile_at(path);
-  std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) at.fail("no such file");
-  if (!std::filesystem::is_regular_file(path, ec)) at.fail("not a regular file");
-  if (H5Fis_hdf5(path.c_str()) <= 0) {
-    at.fail("not an HDF5 file (expected a bubblesim profile from 'bubblesim import --out')");
-  }
-  const Handle file(at.check(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT),
-                             "cannot open the HDF5 file (truncated or damaged?)"),
-                    H5Fclose);
+  const Handle file = open_bubblesim_file(at, kProfileFormat, kProfileFormatVersion, "profile",
+                                          "a bubblesim profile from 'bubblesim import --out'");
   const std::string root = "the root group";
-  if (H5Aexists(file, "format") <= 0) {
-    at.fail("not a bubblesim profile (no root attribute 'format' = \"" +
-            std::string(kProfileFormat) + "\")");
-  }
-  const std::string format = read_string(at, file, root, "format");
-  if (format != kProfileFormat) {
-    at.fail("not a bubblesim profile (its format is \"" + format + "\", expected \"" +
-            kProfileFormat + "\")");
-  }
-  const int version = read_number<int>(at, file, root, "format_version", H5T_NATIVE_INT);
-  if (version != kProfileFormatVersion) {
-    at.fail("format_version " + std::to_string(version) +
-            " is not supported (this bubblesim reads version " +
-            std::to_string(kProfileFormatVersion) + ")");
-  }
   traces::Profile profile;
   profile.kernels = static_cast<std::size_t>(read_int64(at, file, "kernels"));
   profile.memcpys = static_cast<std::size_t>(read_int64(at, file, "memcpys"));

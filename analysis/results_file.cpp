@@ -253,31 +253,9 @@ std::vector<SweepRow> read_sweep(const Where& at, hid_t file) {
 
 // Opens an existing results file read-only and checks what it claims to be.
 Handle open_results(const Where& at, int& format_version) {
-  std::error_code ec;
-  if (!std::filesystem::exists(at.path, ec)) at.fail("no such file");
-  if (!std::filesystem::is_regular_file(at.path, ec)) at.fail("not a regular file");
-  if (H5Fis_hdf5(at.path.c_str()) <= 0) {
-    at.fail("not an HDF5 file (expected a bubblesim results file)");
-  }
-  Handle file(at.check(H5Fopen(at.path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT),
-                       "cannot open the HDF5 file (truncated or damaged?)"),
-              H5Fclose);
-  const std::string root = "the root group";
-  if (H5Aexists(file, "format") <= 0) {
-    at.fail("not a bubblesim results file (no root attribute 'format' = \"" +
-            std::string(kResultsFormat) + "\")");
-  }
-  const std::string format = read_string(at, file, root, "format");
-  if (format != kResultsFormat) {
-    at.fail("not a bubblesim results file (its format is \"" + format + "\", expected \"" +
-            kResultsFormat + "\")");
-  }
-  format_version = read_number<int>(at, file, root, "format_version", H5T_NATIVE_INT);
-  if (format_version != kResultsFormatVersion) {
-    at.fail("format_version " + std::to_string(format_version) +
-            " is not supported (this bubblesim reads version " +
-            std::to_string(kResultsFormatVersion) + ")");
-  }
+  Handle file = open_bubblesim_file(at, kResultsFormat, kResultsFormatVersion, "results file",
+                                    "a bubblesim results file");
+  format_version = kResultsFormatVersion;
   if (H5Lexists(file, "runs", H5P_DEFAULT) <= 0) at.fail("has no /runs group");
   return file;
 }
@@ -381,7 +359,7 @@ void write_runs(const std::string& path, const std::vector<RunRecord>& runs,
 void write_sweep_table(const std::string& path, const std::vector<SweepRow>& rows,
                        const WriterInfo& writer) {
   const QuietHdf5 quiet;
-  const Where at{path};
+  const Where at = results_at(path);
   Handle source;
   std::error_code ec;
   if (std::filesystem::exists(path, ec)) {
@@ -425,7 +403,7 @@ bool ResultsReader::has_sweep_table() const {
 
 std::vector<SweepRow> ResultsReader::read_sweep_table() const {
   const QuietHdf5 quiet;
-  const Where at{path_};
+  const Where at = results_at(path_);
   if (!has_sweep_table()) at.fail("has no sweep table (/sweep/table)");
   return read_sweep(at, file_);
 }

@@ -1,5 +1,6 @@
 // The command line: the paper's published rows through --json, determinism, and bad input.
 #include "sim/cli/cli.h"
+#include "tests/sim/cli/cli_test_util.h"
 
 #include <gtest/gtest.h>
 #include <rapidjson/document.h>
@@ -16,24 +17,9 @@
 namespace bubblesim::cli {
 namespace {
 
-struct Outcome {
-  int status;
-  std::string out;
-  std::string err;
-};
-
-Outcome run_cli(const std::vector<std::string>& args) {
-  std::ostringstream out, err;
-  const int status = run(args, out, err);
-  return {status, out.str(), err.str()};
-}
-
-rapidjson::Document parse_json(const std::string& text) {
-  rapidjson::Document doc;
-  doc.Parse(text.c_str());
-  EXPECT_FALSE(doc.HasParseError()) << text;
-  return doc;
-}
+using testing::Outcome;
+using testing::parse_json;
+using testing::run_cli;
 
 double round4(double x) {
   return std::round(x * 1e4) / 1e4;

@@ -14,28 +14,14 @@
 
 #include "analysis/profile_file.h"
 #include "sim/cli/cli.h"
+#include "tests/sim/cli/cli_test_util.h"
 
 namespace bubblesim::cli {
 namespace {
 
-struct Outcome {
-  int status;
-  std::string out;
-  std::string err;
-};
-
-Outcome run_cli(const std::vector<std::string>& args) {
-  std::ostringstream out, err;
-  const int status = run(args, out, err);
-  return {status, out.str(), err.str()};
-}
-
-rapidjson::Document parse_json(const std::string& text) {
-  rapidjson::Document doc;
-  doc.Parse(text.c_str());
-  EXPECT_FALSE(doc.HasParseError()) << text;
-  return doc;
-}
+using testing::Outcome;
+using testing::parse_json;
+using testing::run_cli;
 
 std::string temp(const std::string& name) {
   // The pid keeps test runs in other checkouts on this machine from sharing the files.

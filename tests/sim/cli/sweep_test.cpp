@@ -16,23 +16,16 @@
 #include "analysis/results_file.h"
 #include "analysis/study.h"
 #include "sim/cli/cli.h"
+#include "tests/sim/cli/cli_test_util.h"
 
 namespace bubblesim::cli {
 namespace {
 
+using testing::Outcome;
+using testing::parse_json;
+using testing::run_cli;
+
 namespace fs = std::filesystem;
-
-struct Outcome {
-  int status;
-  std::string out;
-  std::string err;
-};
-
-Outcome run_cli(const std::vector<std::string>& args) {
-  std::ostringstream out, err;
-  const int status = run(args, out, err);
-  return {status, out.str(), err.str()};
-}
 
 // A time as the shortest text that reads back as the same double.
 std::string fmt_number(double x) {
