@@ -82,10 +82,8 @@ std::vector<int> warmup_forwards(int m, const std::vector<StageCosts>& c,
 // every device before all ops are placed, or when a stage's span exceeds the bound.
 class LinearGreedy {
  public:
-  // With `replay`, places that schedule's ops in its order instead of choosing (to time it
-  // under the same bound).
   LinearGreedy(int m, const std::vector<StageCosts>& costs, const std::vector<double>& limit,
-               Choices choices, const Schedule* replay = nullptr)
+               Choices choices)
       : p_(static_cast<int>(costs.size())),
         m_(m),
         c_(costs),
@@ -96,8 +94,7 @@ class LinearGreedy {
         b_ready_(f_ready_.size(), kNever),
         stages_(costs.size()),
         picks_(costs.size()),
-        events_(costs.size()),
-        replay_(replay) {
+        events_(costs.size()) {
     schedule_.num_microbatches = m;
     for (int s = 0; s < p_; ++s)
       schedule_.stage_device.push_back(s);
@@ -160,7 +157,6 @@ class LinearGreedy {
   Pick choose(int s) const {
     const auto i = static_cast<std::size_t>(s);
     const Stage& st = stages_[i];
-    if (replay_ != nullptr) return replayed(s);
     const StageCosts& c = c_[i];
     const TimeNs free = st.free_at;
     TimeNs tb = kNever, tf = kNever;
@@ -189,19 +185,6 @@ class LinearGreedy {
     }
     if (earliest == kNever) return {};
     return {earliest, tb == earliest ? OpKind::B : OpKind::F};
-  }
-
-  // The replayed schedule's next op on stage s, when its input is known.
-  Pick replayed(int s) const {
-    const Stage& st = stages_[static_cast<std::size_t>(s)];
-    const auto& ops = replay_->device_ops[static_cast<std::size_t>(s)];
-    const std::size_t next = static_cast<std::size_t>(st.f + st.b + st.w);
-    if (next == ops.size()) return {};
-    const Op& op = ops[next];
-    const TimeNs ready = op.kind == OpKind::F   ? f_ready_[index(s, op.microbatch)]
-                         : op.kind == OpKind::B ? b_ready_[index(s, op.microbatch)]
-                                                : st.free_at;
-    return {ready == kNever ? kNever : std::max(st.free_at, ready), op.kind};
   }
 
   void replan(int s) {
@@ -277,10 +260,67 @@ class LinearGreedy {
   std::vector<Stage> stages_;
   std::vector<Pick> picks_;  // per stage: its planned next op
   DeviceEvents events_;      // per stage: when its planned op starts
-  const Schedule* replay_;
-  TimeNs max_idle_ = 0;  // the most idle time of any stage so far
+  TimeNs max_idle_ = 0;      // the most idle time of any stage so far
   Schedule schedule_;
 };
+
+// The longest device span of `schedule` (stage s on device s, split backward, each pass in
+// microbatch order) with the stages' costs, every op starting once its device is free and its
+// input has arrived: the engine's timing, found by sweeping the devices in turn, forward and
+// back, each as far as its inputs allow. Much cheaper than a greedy run; kNever if it
+// deadlocks.
+TimeNs fixed_order_span(const Schedule& schedule, int m, const std::vector<StageCosts>& c) {
+  const int p = static_cast<int>(c.size());
+  const auto at = [m](int stage, int mb) {
+    return static_cast<std::size_t>(stage) * static_cast<std::size_t>(m) +
+           static_cast<std::size_t>(mb);
+  };
+  std::vector<TimeNs> f_end(static_cast<std::size_t>(p * m), kNever), b_end(f_end);
+  std::vector<std::size_t> next(c.size(), 0);
+  std::vector<TimeNs> free(c.size(), 0), first(c.size(), kNever);
+  std::size_t placed = 0;
+  const auto advance = [&](int d) {
+    const auto i = static_cast<std::size_t>(d);
+    const auto& ops = schedule.device_ops[i];
+    bool moved = false;
+    for (; next[i] < ops.size(); ++next[i], ++placed, moved = true) {
+      const Op& op = ops[next[i]];
+      TimeNs ready = 0, duration = c[i].w_ns;
+      if (op.kind == OpKind::F) {
+        duration = c[i].f_ns;
+        if (d > 0) {
+          ready = f_end[at(d - 1, op.microbatch)];
+          if (ready != kNever) ready += c[i - 1].to_next_ns;
+        }
+      } else if (op.kind == OpKind::B) {
+        duration = c[i].b_ns;
+        ready = d + 1 < p ? b_end[at(d + 1, op.microbatch)] : f_end[at(d, op.microbatch)];
+        if (ready != kNever && d + 1 < p) ready += c[i + 1].to_prev_ns;
+      } else {
+        ready = b_end[at(d, op.microbatch)];
+      }
+      if (ready == kNever) break;
+      const TimeNs start = std::max(free[i], ready);
+      first[i] = std::min(first[i], start);
+      free[i] = start + duration;
+      if (op.kind == OpKind::F) f_end[at(d, op.microbatch)] = free[i];
+      if (op.kind == OpKind::B) b_end[at(d, op.microbatch)] = free[i];
+    }
+    return moved;
+  };
+  for (bool moved = true; moved;) {
+    moved = false;
+    for (int d = 0; d < p; ++d)
+      moved = advance(d) || moved;
+    for (int d = p - 1; d >= 0; --d)
+      moved = advance(d) || moved;
+  }
+  if (placed != static_cast<std::size_t>(3 * p * m)) return kNever;
+  TimeNs span = 0;
+  for (std::size_t i = 0; i < c.size(); ++i)
+    span = std::max(span, free[i] - first[i]);
+  return span;
+}
 
 bool fits_everywhere(const Schedule& schedule, const CostModel& costs,
                      const std::vector<double>& limit) {
@@ -341,9 +381,9 @@ Schedule auto_zero_bubble(int p, int m, const CostModel& costs, const std::vecto
   }
   // The handcrafted schedule with the most memory that fits the limit competes too, so the
   // result is never worse than it.
-  if (const std::optional<Schedule> handcrafted = handcrafted_candidate(p, m, costs, limit)) {
-    consider(
-        LinearGreedy(m, c, limit, Choices{}, &*handcrafted).run(best ? best->max_span_ns : kNever));
+  if (std::optional<Schedule> handcrafted = handcrafted_candidate(p, m, costs, limit)) {
+    const TimeNs span = fixed_order_span(*handcrafted, m, c);
+    if (!best || span < best->max_span_ns) best = Built{std::move(*handcrafted), span};
   }
   BUBBLESIM_CHECK(best.has_value() && best->schedule.num_ops() == num_ops,
                   "the zero-bubble scheduler found no schedule");

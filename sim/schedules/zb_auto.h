@@ -15,9 +15,10 @@
 // least as long as a W, a shorter gap when leaving it idle would give this stage the most idle
 // time so far (a choice), and whenever an F would not fit in memory. Remaining W run at the
 // end. The search runs combinations of the yes/no choices in the order that most often wins,
-// then times the handcrafted ZB-H2, or ZB-H1, whichever has the most memory that fits the
-// limit (so the result is never worse than it); each run is cut short once a stage has idled
-// longer than the best span so far allows, and the shortest schedule is kept. Small problems
+// each run cut short once a stage has idled longer than the best span so far allows; then it
+// times the handcrafted ZB-H2, or ZB-H1, whichever has the most memory that fits the limit
+// (a sweep over its fixed order, far cheaper than a run), so the result is never worse than
+// it. The shortest schedule is kept. Small problems
 // try all 32 combinations; larger ones as many as 20,000 op placements allow, at least one
 // (p = 8, m = 24: all 32; p = 8, m = 64: 13; p = 32, m = 128: 1). The memory limit is checked
 // on the returned schedule's memory accounting.
