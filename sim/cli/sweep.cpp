@@ -285,13 +285,13 @@ int cmd_sweep(const std::vector<std::string>& args, const std::string& command_l
       }
     }
   }
-  std::vector<std::size_t> todo;
+  std::vector<std::size_t> pending;
   for (std::size_t i = 0; i < total; ++i) {
-    if (!rows[i]) todo.push_back(i);
+    if (!rows[i]) pending.push_back(i);
   }
   bool stopped_by_limit = false;
-  if (limit && static_cast<std::size_t>(*limit) < todo.size()) {
-    todo.resize(static_cast<std::size_t>(*limit));
+  if (limit && static_cast<std::size_t>(*limit) < pending.size()) {
+    pending.resize(static_cast<std::size_t>(*limit));
     stopped_by_limit = true;
   }
 
@@ -315,17 +315,17 @@ int cmd_sweep(const std::vector<std::string>& args, const std::string& command_l
   std::size_t done_now = 0;
   auto last_write = Clock::now();
   bool interrupted = false;
-  for (std::size_t from = 0; from < todo.size(); from += batch) {
+  for (std::size_t from = 0; from < pending.size(); from += batch) {
     if (g_interrupted.load()) {
       interrupted = true;
       break;
     }
-    const std::size_t to = std::min(todo.size(), from + batch);
+    const std::size_t to = std::min(pending.size(), from + batch);
     arena.execute([&] {
       tbb::parallel_for(tbb::blocked_range<std::size_t>(from, to),
                         [&](const tbb::blocked_range<std::size_t>& range) {
                           for (std::size_t k = range.begin(); k != range.end(); ++k) {
-                            const std::size_t i = todo[k];
+                            const std::size_t i = pending[k];
                             rows[i] =
                                 simulate_configuration(study.configurations[i], static_cast<int>(i),
                                                        run_options, registry);

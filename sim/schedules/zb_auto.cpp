@@ -7,7 +7,7 @@
 #include "sim/cost_model.h"
 #include "sim/device_events.h"
 #include "sim/schedules/handcrafted.h"
-#include "sim/simulation.h"
+#include "sim/metrics.h"
 
 namespace bubblesim::sim {
 
