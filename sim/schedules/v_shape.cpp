@@ -338,10 +338,17 @@ class VSearch {
   void run() {
     // Caps: 7/8 of what fits (room for chunk 1 on the way up; best by far with real costs
     // and large p), none (zero bubble with T_F = T_B = T_W), p, and a few around 3p/4, where
-    // V-Half and V-Min find their building block.
+    // V-Half and V-Min find their building block. When every transfer is free the uncapped
+    // run goes first: large pipelines get one run only, and there it is the one that reaches
+    // zero bubble with T_F = T_B = T_W (with T_comm > 0 the 7/8 cap does far better).
+    const int seven_eighths = (7 * chunk0_fit_ + 4) / 8;
+    const bool free_transfers = std::all_of(costs_.begin(), costs_.end(), [](const StageCosts& c) {
+      return c.f_out_ns == 0 && c.b_out_ns == 0;
+    });
+    const int first = free_transfers ? Choices::kNoCap : seven_eighths;
+    const int second = free_transfers ? seven_eighths : Choices::kNoCap;
     std::vector<int> caps;
-    for (const int cap :
-         {(7 * chunk0_fit_ + 4) / 8, Choices::kNoCap, p_, (3 * p_ + 3) / 4, p_ - 1, p_ / 2}) {
+    for (const int cap : {first, second, p_, (3 * p_ + 3) / 4, p_ - 1, p_ / 2}) {
       if (cap >= 1 && std::find(caps.begin(), caps.end(), cap) == caps.end()) caps.push_back(cap);
     }
     // The combinations, those that most often win first (measured over uniform and unequal

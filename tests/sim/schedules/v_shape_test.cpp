@@ -43,6 +43,18 @@ TEST(ZbV, ZeroBubbleAtPeakPMbWithUnitCosts) {
   }
 }
 
+// Large pipelines get one greedy run only; with free transfers it is the uncapped one, which
+// still reaches zero bubble (the 7/8 cap alone gave 0.0045 here).
+TEST(ZbV, ZeroBubbleWithUnitCostsOnALargePipeline) {
+  const int p = 32;
+  for (const int m : {2 * p, 8 * p}) {
+    const auto costs = unit(p);
+    const Metrics metrics = simulate(zb_v(p, m, &costs), costs).metrics;
+    EXPECT_EQ(metrics.bubble_rate, 0.0) << "m=" << m;
+    EXPECT_DOUBLE_EQ(metrics.peak_activation_memory, p) << "m=" << m;
+  }
+}
+
 TEST(ZbV, RespectsTheMemoryLimitWithRealCosts) {
   const int p = 8, m = 24;
   const auto costs = PerDeviceCostModel::uniform(
