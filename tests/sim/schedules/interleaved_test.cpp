@@ -78,6 +78,75 @@ TEST(Interleaved, EngineMatchesLongestPathWithCommunication) {
   }
 }
 
+// The paper's 1F1B-I column (reference §8: 1.5B, p = 8, v = 3, the table's profiled times).
+// bubblesim keeps every data dependency and reports 0.1090 / 0.0847 / 0.0461. The paper's own
+// evaluator (its public repository) times the same Megatron order but keeps a wrap-around
+// dependency (the last device's chunk c to device 0's chunk c+1, and back for the backward)
+// only for the first microbatch of each round of p; the others start as if their input were
+// already there. Timing this schedule's order under that rule here gives the column to 4
+// decimals, so the schedule is the paper's and the gap is the dropped dependencies alone.
+TimeNs paper_rule_end_ns(const Schedule& s, const CostModel& model, int p) {
+  const int stages = s.num_stages();
+  std::vector<TimeNs> f_end(static_cast<std::size_t>(stages * s.num_microbatches), -1);
+  std::vector<TimeNs> b_end(f_end.size(), -1);
+  auto at = [&](std::vector<TimeNs>& v, int stage, int mb) -> TimeNs& {
+    return v[static_cast<std::size_t>(stage * s.num_microbatches + mb)];
+  };
+  std::vector<std::size_t> next(static_cast<std::size_t>(p), 0);
+  std::vector<TimeNs> free_ns(static_cast<std::size_t>(p), 0);
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (int d = 0; d < p; ++d) {
+      const auto& ops = s.device_ops[static_cast<std::size_t>(d)];
+      for (std::size_t& i = next[static_cast<std::size_t>(d)]; i < ops.size(); ++i) {
+        const Op& op = ops[i];
+        const bool forward = op.kind == OpKind::F;
+        // The producer: the previous stage's F, or the next stage's BW (the last stage's BW
+        // follows its own F on the same device, earlier in the order).
+        const int from = forward ? op.stage - 1 : op.stage + 1;
+        TimeNs ready = 0;
+        if (from >= 0 && from < stages) {
+          const bool wrap = (forward ? op.stage : from) % p == 0;
+          if (!wrap || op.microbatch % p == 0) {
+            const TimeNs end = at(forward ? f_end : b_end, from, op.microbatch);
+            if (end < 0) break;  // not timed yet: come back to this device
+            ready = end + model.transfer_ns(s.stage_device[static_cast<std::size_t>(from)], d);
+          }
+        }
+        TimeNs& free = free_ns[static_cast<std::size_t>(d)];
+        free = std::max(free, ready) + model.duration_ns(op, d);
+        at(forward ? f_end : b_end, op.stage, op.microbatch) = free;
+        progress = true;
+      }
+    }
+  }
+  return *std::max_element(free_ns.begin(), free_ns.end());
+}
+
+TEST(Interleaved, PaperColumnIsThisOrderUnderThePapersEvaluator) {
+  struct Row {
+    int m;
+    double f, b, w, comm, paper;
+  };
+  const Row rows[] = {{24, 18.522, 18.086, 9.337, 0.601, 0.1055},
+                      {32, 18.513, 18.086, 9.331, 0.626, 0.0818},
+                      {64, 18.546, 18.097, 9.321, 0.762, 0.0443}};
+  const int p = 8, v = 3;
+  for (const Row& row : rows) {
+    const Schedule s = interleaved(p, row.m, v);
+    const auto model = PerDeviceCostModel::uniform(
+        DeviceCosts{ms_to_ns(row.f), ms_to_ns(row.b), ms_to_ns(row.w), ms_to_ns(row.comm), 1, 0.5},
+        p, v);
+    const double work = row.m * static_cast<double>(ms_to_ns(row.f + row.b + row.w));
+    const double cost = static_cast<double>(paper_rule_end_ns(s, model, p));
+    EXPECT_NEAR(1 - work / cost, row.paper, 0.00005) << "m=" << row.m;
+    // With every dependency kept the same order can only be slower.
+    const Metrics metrics = simulate(s, model).metrics;
+    EXPECT_GT(metrics.bubble_rate, row.paper) << "m=" << row.m;
+    EXPECT_GE(static_cast<double>(metrics.max_device_span_ns), cost) << "m=" << row.m;
+  }
+}
+
 TEST(Interleaved, RejectsBadParameters) {
   EXPECT_THROW(interleaved(4, 8, 1), InvalidArgument);  // needs v >= 2
   EXPECT_THROW(interleaved(4, 6, 2), InvalidArgument);  // m not a multiple of p
