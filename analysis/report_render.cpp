@@ -12,6 +12,7 @@
 #include <fstream>
 #include <limits>
 #include <map>
+#include <set>
 
 namespace bubblesim::analysis {
 
@@ -583,11 +584,14 @@ std::vector<std::string> write_svg_files(const std::string& dir, const ReportDat
   };
   std::vector<std::pair<std::string, std::string>> files;
   const std::filesystem::path folder(dir);
+  std::set<std::string> used;
   for (const RunRecord& run : data.runs) {
-    files.emplace_back((folder / (file_name(run.name) + ".timeline.svg")).string(),
-                       timeline_svg(run, options));
-    files.emplace_back((folder / (file_name(run.name) + ".memory.svg")).string(),
-                       memory_svg(run, options));
+    // Two names that differ only in replaced characters get distinct files: NAME, NAME-2, ...
+    std::string stem = file_name(run.name);
+    for (int n = 2; !used.insert(stem).second; ++n)
+      stem = file_name(run.name) + "-" + std::to_string(n);
+    files.emplace_back((folder / (stem + ".timeline.svg")).string(), timeline_svg(run, options));
+    files.emplace_back((folder / (stem + ".memory.svg")).string(), memory_svg(run, options));
   }
   if (data.has_sweep) {
     files.emplace_back((folder / "sweep-bubble.svg").string(),

@@ -58,7 +58,8 @@ std::string report_html(const ReportData& data, const RenderOptions& options);
 
 // Writes the pictures as standalone SVG files into `dir` (created if missing):
 // RUN.timeline.svg and RUN.memory.svg per run (characters other than letters, digits, '.', '-'
-// and '_' in RUN become '_'), sweep-bubble.svg and sweep-throughput.svg with a sweep table.
+// and '_' in RUN become '_', and a name that clashes after that gets "-2", "-3"...),
+// sweep-bubble.svg and sweep-throughput.svg with a sweep table.
 // Each file is written atomically. Returns the paths written, in that order.
 std::vector<std::string> write_svg_files(const std::string& dir, const ReportData& data,
                                          const RenderOptions& options);
