@@ -189,9 +189,9 @@ void exact_boxes(std::string& svg, const RunRecord& run, const Scale& x) {
                        op.end_ns / 1e6);
     svg += "</rect>\n";
     const std::string number = std::to_string(op.microbatch);
-    if (x1 - x0 >= 7.0 * static_cast<double>(number.size()) + 2) {
+    if (x1 - x0 >= 6.0 * static_cast<double>(number.size()) + 2) {
       svg += fmt::format(
-          "<text class=\"mb\" x=\"{:.2f}\" y=\"{:.1f}\" text-anchor=\"middle\" "
+          "<text class=\"mb\" x=\"{:.2f}\" y=\"{:.1f}\" font-size=\"10\" text-anchor=\"middle\" "
           "pointer-events=\"none\">{}</text>\n",
           (x0 + x1) / 2, row_top(op.device) + kRowHeight / 2.0 + 4, number);
     }

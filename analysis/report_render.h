@@ -6,7 +6,7 @@
 //   <svg class="timeline" data-run="NAME" data-ops="N">: one pipeline timeline, one row per
 //     device (`<rect class="idle">` the row's background, so bubbles show), each op a
 //     `<rect class="op K">` (K = F, B, W or BW; fill kOpColours) with its microbatch number
-//     in a `<text class="mb">` when the box is at least 7 px per digit + 2 px wide;
+//     in a `<text class="mb">` when the box is at least 6 px per digit + 2 px wide;
 //     `<line class="transfer">` per transfer with RenderOptions::transfers.
 //   <svg class="memory" data-run="NAME">: `<polyline class="memory" data-device="D">` per device,
 //     the activation memory as a step curve.
