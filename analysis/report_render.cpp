@@ -28,7 +28,8 @@ constexpr int kCurveHeight = 180;
 constexpr int kSweepWidth = 640;
 constexpr int kSweepHeight = 360;
 constexpr int kLegendWidth = 150;
-constexpr std::size_t kMaxPointTitles = 2000;  // sweep points with a tooltip
+constexpr std::size_t kMaxPointTitles = 2000;   // sweep points with a tooltip
+constexpr std::size_t kMaxSweepPoints = 20000;  // sweep points drawn besides the front
 
 // Devices' curves and schedules' points cycle through these.
 constexpr std::array<const char*, 10> kPalette = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728",
@@ -245,7 +246,9 @@ std::string timeline_svg(const RunRecord& run, const RenderOptions& options) {
   const bool aggregated = run.ops.size() > options.max_boxes;
   const int width = kLeft + options.width_px + kRight;
   const double rows_bottom = row_top(devices) - kRowGap;
-  const int height = static_cast<int>(rows_bottom) + kAxisHeight + (aggregated ? 16 : 0);
+  const bool transfers_left_out = options.transfers && run.transfers.size() > options.max_boxes;
+  const int captions = (aggregated ? 1 : 0) + (transfers_left_out ? 1 : 0);
+  const int height = static_cast<int>(rows_bottom) + kAxisHeight + 16 * captions;
   const Scale x{0, static_cast<double>(end_time(run)), kLeft,
                 static_cast<double>(kLeft + options.width_px)};
   std::string svg =
@@ -265,7 +268,7 @@ std::string timeline_svg(const RunRecord& run, const RenderOptions& options) {
   } else {
     exact_boxes(svg, run, x);
   }
-  if (options.transfers) {
+  if (options.transfers && !transfers_left_out) {
     for (const TransferRecord& t : run.transfers) {
       svg += fmt::format(
           "<line class=\"transfer\" x1=\"{:.2f}\" y1=\"{:.1f}\" x2=\"{:.2f}\" y2=\"{:.1f}\" "
@@ -280,7 +283,13 @@ std::string timeline_svg(const RunRecord& run, const RenderOptions& options) {
         "<text class=\"caption\" x=\"{}\" y=\"{}\">{} ops, more than {}: drawn "
         "aggregated, one colour per 1 px column (the kind busy longest in it)"
         "</text>\n",
-        kLeft, height - 4, run.ops.size(), options.max_boxes);
+        kLeft, height - 4 - (transfers_left_out ? 16 : 0), run.ops.size(), options.max_boxes);
+  }
+  if (transfers_left_out) {
+    svg += fmt::format(
+        "<text class=\"caption\" x=\"{}\" y=\"{}\">{} transfers, more than {}: "
+        "not drawn</text>\n",
+        kLeft, height - 4, run.transfers.size(), options.max_boxes);
   }
   svg += "</svg>\n";
   return svg;
@@ -394,7 +403,12 @@ std::string sweep_svg(const std::vector<SweepRow>& rows, SweepPlot plot) {
   std::vector<bool> on_front(rows.size(), false);
   for (const std::size_t i : front)
     on_front[i] = true;
+  // Beyond kMaxSweepPoints rows, every front row and every k-th other row.
+  const std::size_t every =
+      std::max<std::size_t>(1, (ok.size() + kMaxSweepPoints - 1) / kMaxSweepPoints);
+  std::size_t others = 0;
   for (const std::size_t i : ok) {
+    if (!on_front[i] && others++ % every != 0) continue;
     const SweepRow& r = rows[i];
     const char* colour = kPalette[schedule_colour[r.schedule]];
     svg += fmt::format(
@@ -416,6 +430,12 @@ std::string sweep_svg(const std::vector<SweepRow>& rows, SweepPlot plot) {
   }
   svg += fmt::format("<text x=\"{}\" y=\"{}\" fill=\"{}\">&#9675; Pareto front</text>\n",
                      kLeft + kSweepWidth + kRight, kTop + 12 + 14 * line, kFrontColour);
+  if (every > 1) {
+    svg += fmt::format(
+        "<text class=\"caption\" x=\"{}\" y=\"{}\">{} rows: the front and every "
+        "{}-th other row drawn</text>\n",
+        kLeft + 10, kTop + 12, ok.size(), every);
+  }
   y_axis(svg, y, kLeft, bubble ? "bubble rate" : "microbatches per GPU per second");
   x_axis(svg, x, kTop + kSweepHeight, "peak activation memory");
   svg += "</svg>\n";

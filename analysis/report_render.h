@@ -32,6 +32,9 @@ inline constexpr const char* kOpColours[] = {"#8fb8e8", "#9ad39a", "#f5c26b", "#
 // when the device is busy less than half of it), adjacent columns of one kind are merged into one
 // box, and boxes carry no microbatch numbers; the memory curve keeps, per column, the highest
 // value and the last one. The SVG then has the class "aggregated" and says so in a caption.
+// Transfers (RenderOptions::transfers) are drawn only for runs with at most this many, and a
+// sweep plot of more than 20000 ok rows draws every front row and every k-th other row
+// (k = ceil(rows / 20000)); captions say so.
 inline constexpr std::size_t kDefaultMaxBoxes = 5000;
 
 struct RenderOptions {

@@ -298,9 +298,38 @@ TEST_F(ReportTest, LargeRunsAreDrawnAggregated) {
     busy_ms += d.busy_ms;
   const double px_per_ms = 300 / run.summary.iteration_time_ms;
   EXPECT_NEAR(covered, busy_ms * px_per_ms, 4 * 4 * 2.0);  // a column's rounding per box edge
-  // Unaggregated, the same run has one box per op.
+  // Its 2 (p - 1) m = 384 transfers are more than 100: asked for, they are left out, saying so.
+  options.transfers = true;
+  const std::string with_transfers = timeline_svg(run, options);
+  EXPECT_TRUE(matches(with_transfers, "<line class=\"transfer\"").empty());
+  EXPECT_NE(with_transfers.find("384 transfers, more than 100: not drawn"), std::string::npos);
+  // Unaggregated, the same run has one box per op, and every transfer.
   options.max_boxes = kDefaultMaxBoxes;
-  EXPECT_EQ(matches(timeline_svg(run, options), "<rect class=\"op ").size(), 768u);
+  const std::string exact = timeline_svg(run, options);
+  EXPECT_EQ(matches(exact, "<rect class=\"op ").size(), 768u);
+  EXPECT_EQ(matches(exact, "<line class=\"transfer\"").size(), 384u);
+}
+
+TEST(SweepPlotTest, LargeSweepsDrawTheFrontAndASampleOfTheRest) {
+  // 50,000 ok rows: memory i % 100, bubble rate 1 / (1 + memory) + i / 1e9. The front is the
+  // first row of each memory value (the lowest rate there): 100 rows. The other 49,900 are
+  // drawn one in ceil(50000 / 20000) = 3: 16,634 of them.
+  std::vector<SweepRow> rows(50000);
+  for (int i = 0; i < 50000; ++i) {
+    SweepRow& r = rows[static_cast<std::size_t>(i)];
+    r.index = i;
+    r.schedule = "zb-h1";
+    r.pp = 4;
+    r.microbatches = 8;
+    r.iteration_time_ms = 100;
+    r.peak_activation_memory = i % 100;
+    r.bubble_rate = 1.0 / (1 + i % 100) + i / 1e9;
+    r.status = "ok";
+  }
+  const std::string svg = sweep_svg(rows, SweepPlot::kBubbleVsMemory);
+  EXPECT_EQ(matches(svg, "<circle class=\"point pareto\"").size(), 100u);
+  EXPECT_EQ(matches(svg, "<circle class=\"point\"").size(), (49900u + 2) / 3);
+  EXPECT_NE(svg.find("50000 rows: the front and every 3-th other row drawn"), std::string::npos);
 }
 
 TEST(ParetoFrontTest, MatchesBruteForceWithTies) {
