@@ -46,6 +46,8 @@ commands:
   simulate    simulate one schedule (-s NAME) and print its metrics per device
   compare     simulate several schedules (-s all or -s NAME,NAME) side by side
   sweep       simulate every configuration of a study (YAML) into an HDF5 table
+  report      tables of a results file's runs and sweep; --html/--svg pictures
+  advise      search schedules, p, m, v and microbatch size for a model on N GPUs
   import      read PyTorch profiler (Kineto) traces and print per-pass statistics
 
 Run 'bubblesim COMMAND --help' for the options of a command. With no timing options, simulate
@@ -561,15 +563,21 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
       status = cmd_compare(rest, "bubblesim " + shell_words(args), buffer, err);
     } else if (command == "sweep") {
       status = cmd_sweep(rest, "bubblesim " + shell_words(args), buffer, err);
+    } else if (command == "report") {
+      status = cmd_report(rest, buffer);
+    } else if (command == "advise") {
+      status = cmd_advise(rest, buffer, err);
     } else if (command == "import") {
       status = cmd_import(rest, "bubblesim " + shell_words(args), buffer);
     } else if (command.empty()) {
       throw Usage{
-          "missing command; valid commands are: schedules, simulate, compare, sweep, import (see "
-          "--help)"};
+          "missing command; valid commands are: schedules, simulate, compare, sweep, report, "
+          "advise, "
+          "import (see --help)"};
     } else {
       throw Usage{"unknown command '" + command +
-                  "'; valid commands are: schedules, simulate, compare, sweep, import"};
+                  "'; valid commands are: schedules, simulate, compare, sweep, report, advise, "
+                  "import"};
     }
     out << buffer.str() << std::flush;
     return status;

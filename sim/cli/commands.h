@@ -30,4 +30,11 @@ RunSummary simulate_generated(const sim::ScheduleGenerator& generator,
 int cmd_sweep(const std::vector<std::string>& args, const std::string& command_line,
               std::ostream& out, std::ostream& err);
 
+// `bubblesim report` (report.cpp).
+int cmd_report(const std::vector<std::string>& args, std::ostream& out);
+
+// `bubblesim advise` (advise.cpp). Progress goes to `err` when the search takes over a second;
+// returns 2 when no configuration fits (the table of why still goes to `out`).
+int cmd_advise(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+
 }  // namespace bubblesim::cli

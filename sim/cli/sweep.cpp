@@ -20,6 +20,7 @@
 #include "analysis/results_file.h"
 #include "analysis/study.h"
 #include "sim/cli/commands.h"
+#include "sim/cli/progress.h"
 
 namespace bubblesim::cli {
 
@@ -31,8 +32,6 @@ using Clock = std::chrono::steady_clock;
 
 // Rows are written at least this often while the sweep runs (and when it stops).
 constexpr double kWriteEverySeconds = 5;
-// Without a terminal, the progress line is repeated this often.
-constexpr double kProgressLineSeconds = 5;
 
 // Set by SIGINT. A signal handler can only reach static storage: this is the one mutable
 // global, and only SigintGuard's handler writes it.
@@ -55,59 +54,6 @@ class SigintGuard {
 
  private:
   void (*previous_)(int);
-};
-
-std::string duration_text(double seconds) {
-  const auto s = static_cast<long long>(seconds + 0.5);
-  return s >= 3600 ? fmt::format("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
-                   : fmt::format("{}:{:02}", s / 60, s % 60);
-}
-
-// Progress on standard error: a bar redrawn in place on a terminal, else a line every few
-// seconds, or nothing.
-class Progress {
- public:
-  enum class Mode { kBar, kLines, kNone };
-
-  Progress(std::ostream& err, Mode mode, std::size_t total, std::size_t done_before)
-      : err_(err),
-        mode_(mode),
-        total_(total),
-        before_(done_before),
-        start_(Clock::now()),
-        shown_(start_) {}
-
-  void update(std::size_t done_now, bool last = false) {
-    if (mode_ == Mode::kNone) return;
-    const auto now = Clock::now();
-    const double since = std::chrono::duration<double>(now - shown_).count();
-    if (!last && since < (mode_ == Mode::kBar ? 0.1 : kProgressLineSeconds)) return;
-    shown_ = now;
-    const double elapsed = std::chrono::duration<double>(now - start_).count();
-    const double rate = elapsed > 0 ? done_now / elapsed : 0;
-    const std::size_t done = before_ + done_now;
-    const std::size_t left = total_ - done;
-    const std::string eta = rate > 0 ? duration_text(left / rate) : "?";
-    const std::string text =
-        fmt::format("{}/{} configurations, {:.0f}/s, {} left", done, total_, rate, eta);
-    if (mode_ == Mode::kBar) {
-      constexpr int kWidth = 30;
-      const int filled = total_ == 0 ? kWidth : static_cast<int>(kWidth * done / total_);
-      fmt::print(err_, "\r[{:#<{}}{:.<{}}] {}\033[K", "", filled, "", kWidth - filled, text);
-      if (last) err_ << '\n';
-    } else {
-      fmt::print(err_, "bubblesim sweep: {}\n", text);
-    }
-    err_.flush();
-  }
-
- private:
-  std::ostream& err_;
-  Mode mode_;
-  std::size_t total_;
-  std::size_t before_;
-  Clock::time_point start_;
-  Clock::time_point shown_;  // when the progress was last shown
 };
 
 // The table's inputs of a configuration as the study gives them, for a row whose run failed
@@ -188,18 +134,6 @@ analysis::SweepRow simulate_configuration(const analysis::StudyConfiguration& c,
     row.error = what;
   }
   return row;
-}
-
-Progress::Mode progress_mode(const std::string& text, const std::ostream& err) {
-  if (text == "bar") return Progress::Mode::kBar;
-  if (text == "lines") return Progress::Mode::kLines;
-  if (text == "none") return Progress::Mode::kNone;
-  if (text != "auto") {
-    throw InvalidArgument("option --progress: expected auto, bar, lines or none, got '" + text +
-                          "'");
-  }
-  const bool terminal = &err == &std::cerr && ::isatty(STDERR_FILENO) == 1;
-  return terminal ? Progress::Mode::kBar : Progress::Mode::kLines;
 }
 
 }  // namespace
@@ -308,7 +242,7 @@ int cmd_sweep(const std::vector<std::string>& args, const std::string& command_l
   add_run_options(run_options);
   const SigintGuard sigint;
   tbb::task_arena arena(jobs == 0 ? tbb::task_arena::automatic : jobs);
-  Progress progress(err, mode, total, done_before);
+  Progress progress(err, mode, "bubblesim sweep", "configurations", total, done_before);
   // Batches small enough for a responsive progress bar and Ctrl-C; each batch is spread over
   // the cores by parallel_for.
   const std::size_t batch = std::max<std::size_t>(16, 4 * arena.max_concurrency());

@@ -1,0 +1,184 @@
+#include "analysis/advise.h"
+
+#include <fmt/format.h>
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
+
+#include <algorithm>
+#include <tuple>
+
+#include "sim/cost_model.h"
+#include "sim/simulation.h"
+
+namespace bubblesim::analysis {
+
+namespace {
+
+// Bytes of an fp16 gradient element, what the data-parallel all-reduce sends.
+constexpr double kGradientBytes = 2;
+
+std::vector<int> divisors(int n) {
+  std::vector<int> values;
+  for (int d = 1; d <= n; ++d) {
+    if (n % d == 0) values.push_back(d);
+  }
+  return values;
+}
+
+// Simulates `c` and fills its metrics and outcome; an InvalidArgument from the model or the
+// schedule (parameters it does not take) makes it inapplicable.
+void evaluate(AdviseCandidate& c, const AdviseSearch& search,
+              const sim::ScheduleGenerator& generator) {
+  try {
+    const AdviseHardware& hw = search.hardware;
+    models::TransformerConfig model = search.model;
+    model.microbatch_size = c.microbatch_size;
+    const std::vector<models::StageEstimate> stages = models::estimate_stages(model, c.pp);
+    std::vector<sim::DeviceCosts> costs;
+    double largest_parameters = 0;
+    for (const models::StageEstimate& s : stages) {
+      const auto time = [&](double flops) {
+        return sim::ms_to_ns(models::flops_to_ms(flops, hw.gpu, hw.efficiency));
+      };
+      const double comm_ms =
+          hw.link_latency_ms + s.transfer_bytes / (hw.link_bandwidth_gbps * 1e9) * 1e3;
+      costs.push_back(sim::DeviceCosts{time(s.f_flops), time(s.b_flops), time(s.w_flops),
+                                       sim::ms_to_ns(comm_ms), s.m_b_bytes, s.m_w_bytes, 0});
+      largest_parameters = std::max(largest_parameters, s.parameters);
+    }
+    double most_static = 0;
+    for (const models::StageEstimate& s : stages)
+      most_static = std::max(most_static, s.static_bytes);
+    const sim::PerDeviceCostModel cost_model(costs, c.chunks);
+    sim::ScheduleParams params;
+    params.pp = c.pp;
+    params.microbatches = c.microbatches;
+    params.chunks = c.chunks;
+    params.costs = &cost_model;
+    // Build under what the budget leaves for activations; with no room left at all the
+    // schedule's own default (it is out of memory anyway, and the report says by how much).
+    if (generator.takes_mem_limit() && hw.memory_budget_bytes > most_static) {
+      params.mem_limit = hw.memory_budget_bytes - most_static;
+    }
+    const sim::Schedule schedule = generator.generate(params);
+    const sim::SimulationResult result = sim::simulate(schedule, cost_model);
+    // Schedules that keep two copies of the model (dualpipe) hold twice the parameters.
+    const double copies = static_cast<double>(schedule.num_stages()) / schedule.route_stages();
+    c.iteration_time_ms = sim::ns_to_ms(result.metrics.iteration_time_ns);
+    c.bubble_rate = result.metrics.bubble_rate;
+    for (const sim::DeviceMetrics& d : result.metrics.devices) {
+      const double static_bytes = copies * stages[static_cast<std::size_t>(d.device)].static_bytes;
+      const double peak = static_bytes + d.peak_activation_memory;
+      if (peak > c.peak_memory_bytes) {
+        c.peak_memory_bytes = peak;
+        c.static_memory_bytes = static_bytes;
+      }
+    }
+    c.allreduce_ms = c.dp > 1 ? 2.0 * (c.dp - 1) / c.dp * kGradientBytes * copies *
+                                    largest_parameters / (hw.link_bandwidth_gbps * 1e9) * 1e3
+                              : 0;
+    const double seconds = (c.iteration_time_ms + c.allreduce_ms) / 1e3;
+    c.samples_per_gpu_per_s =
+        seconds > 0 ? static_cast<double>(search.global_batch) / (hw.gpus * seconds) : 0;
+    c.outcome = c.peak_memory_bytes <= hw.memory_budget_bytes ? AdviseOutcome::kFits
+                                                              : AdviseOutcome::kOutOfMemory;
+  } catch (const InvalidArgument& e) {
+    c.outcome = AdviseOutcome::kNotApplicable;
+    c.reason = e.what();
+  }
+}
+
+}  // namespace
+
+std::string AdviseCandidate::label() const {
+  return fmt::format("{} p={} dp={} m={} v={} b={}", schedule, pp, dp, microbatches, chunks,
+                     microbatch_size);
+}
+
+std::vector<AdviseCandidate> advise_candidates(const AdviseSearch& search,
+                                               const sim::ScheduleRegistry& registry) {
+  const AdviseHardware& hw = search.hardware;
+  if (hw.gpus < 1) throw InvalidArgument("option --gpus: expected at least 1 GPU");
+  if (!(hw.memory_budget_bytes > 0)) {
+    throw InvalidArgument("option --mem-budget-gb: expected a positive budget");
+  }
+  if (!(hw.link_bandwidth_gbps > 0) || !(hw.link_latency_ms >= 0)) {
+    throw InvalidArgument(
+        "options --link-gbps/--link-latency-ms: expected a bandwidth > 0 and a latency >= 0");
+  }
+  if (search.global_batch < 1) throw InvalidArgument("option --global-batch: expected >= 1");
+  if (search.microbatch_sizes.empty() || search.chunks.empty()) {
+    throw InvalidArgument("options --microbatch-sizes/--chunks: expected at least one value");
+  }
+  for (const int b : search.microbatch_sizes) {
+    if (b < 1) throw InvalidArgument("option --microbatch-sizes: expected sizes >= 1");
+  }
+  for (const int v : search.chunks) {
+    if (v < 1 || v > 1024) throw InvalidArgument("option --chunks: expected 1 to 1024");
+  }
+  std::vector<const sim::ScheduleGenerator*> generators;
+  if (search.schedules.empty()) {
+    generators = registry.all();
+  } else {
+    for (const std::string& name : search.schedules)
+      generators.push_back(&registry.get(name));
+  }
+  std::vector<AdviseCandidate> candidates;
+  for (const int p : divisors(hw.gpus)) {
+    const int dp = hw.gpus / p;
+    for (const int b : search.microbatch_sizes) {
+      if (search.global_batch % (dp * b) != 0) continue;
+      const int m = search.global_batch / (dp * b);
+      for (const sim::ScheduleGenerator* g : generators) {
+        std::vector<int> vs =
+            g->takes_chunks_option() ? search.chunks : std::vector<int>{g->default_chunks()};
+        for (const int v : vs) {
+          AdviseCandidate c;
+          c.schedule = std::string(g->name());
+          c.pp = p;
+          c.dp = dp;
+          c.microbatches = m;
+          c.chunks = v;
+          c.microbatch_size = b;
+          candidates.push_back(std::move(c));
+        }
+      }
+    }
+  }
+  return candidates;
+}
+
+std::vector<AdviseCandidate> advise(const AdviseSearch& search,
+                                    const sim::ScheduleRegistry& registry, int jobs,
+                                    const std::function<void(std::size_t, std::size_t)>& progress) {
+  std::vector<AdviseCandidate> candidates = advise_candidates(search, registry);
+  tbb::task_arena arena(jobs <= 0 ? tbb::task_arena::automatic : jobs);
+  const std::size_t batch = std::max<std::size_t>(8, 2 * arena.max_concurrency());
+  for (std::size_t from = 0; from < candidates.size(); from += batch) {
+    const std::size_t to = std::min(candidates.size(), from + batch);
+    arena.execute([&] {
+      tbb::parallel_for(tbb::blocked_range<std::size_t>(from, to),
+                        [&](const tbb::blocked_range<std::size_t>& range) {
+                          for (std::size_t i = range.begin(); i != range.end(); ++i) {
+                            evaluate(candidates[i], search, registry.get(candidates[i].schedule));
+                          }
+                        });
+    });
+    if (progress) progress(to, candidates.size());
+  }
+  const auto rank = [](const AdviseCandidate& c) {
+    // Fits by throughput, then memory; out of memory by memory; inapplicable last.
+    const double first = c.outcome == AdviseOutcome::kFits          ? -c.samples_per_gpu_per_s
+                         : c.outcome == AdviseOutcome::kOutOfMemory ? c.peak_memory_bytes
+                                                                    : 0;
+    const double second = c.outcome == AdviseOutcome::kFits ? c.peak_memory_bytes : 0;
+    return std::make_tuple(static_cast<int>(c.outcome), first, second);
+  };
+  std::stable_sort(
+      candidates.begin(), candidates.end(),
+      [&](const AdviseCandidate& a, const AdviseCandidate& b) { return rank(a) < rank(b); });
+  return candidates;
+}
+
+}  // namespace bubblesim::analysis

@@ -1,0 +1,630 @@
+#include "analysis/report_render.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <set>
+
+namespace bubblesim::analysis {
+
+namespace {
+
+constexpr int kLeft = 70;        // room for the row labels and the y axis
+constexpr int kTop = 10;         // above the plot
+constexpr int kRight = 20;       // after the plot
+constexpr int kRowHeight = 22;   // one device row of a timeline
+constexpr int kRowGap = 4;       // between rows
+constexpr int kAxisHeight = 34;  // ticks, their labels and the axis title
+constexpr int kCurveHeight = 180;
+constexpr int kSweepWidth = 640;
+constexpr int kSweepHeight = 360;
+constexpr int kLegendWidth = 150;
+constexpr std::size_t kMaxPointTitles = 2000;   // sweep points with a tooltip
+constexpr std::size_t kMaxSweepPoints = 20000;  // sweep points drawn besides the front
+
+// Devices' curves and schedules' points cycle through these.
+constexpr std::array<const char*, 10> kPalette = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728",
+                                                  "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
+                                                  "#bcbd22", "#17becf"};
+constexpr const char* kIdleColour = "#ececec";
+constexpr const char* kFrontColour = "#111111";
+
+const char* kind_name(sim::OpKind kind) {
+  switch (kind) {
+    case sim::OpKind::F:
+      return "F";
+    case sim::OpKind::B:
+      return "B";
+    case sim::OpKind::W:
+      return "W";
+    case sim::OpKind::BW:
+      return "BW";
+  }
+  return "?";
+}
+
+std::string escape(const std::string& text) {
+  std::string out;
+  for (const char c : text) {
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
+    }
+  }
+  return out;
+}
+
+// About `target` round tick values (1, 2 or 5 times a power of ten apart) from lo to hi.
+std::vector<double> ticks(double lo, double hi, int target = 6) {
+  double span = hi - lo;
+  if (!(span > 0)) span = 1;
+  const double raw = span / target;
+  const double magnitude = std::pow(10.0, std::floor(std::log10(raw)));
+  const double norm = raw / magnitude;
+  const double step = (norm < 1.5 ? 1 : norm < 3 ? 2 : norm < 7 ? 5 : 10) * magnitude;
+  std::vector<double> values;
+  for (double t = std::ceil(lo / step) * step; t <= hi + step * 1e-9; t += step)
+    values.push_back(std::abs(t) < step * 1e-9 ? 0.0 : t);
+  return values;
+}
+
+// A linear map from data to pixels.
+struct Scale {
+  double d0, d1, p0, p1;
+  double operator()(double v) const {
+    return d1 == d0 ? p0 : p0 + (v - d0) * (p1 - p0) / (d1 - d0);
+  }
+};
+
+std::string svg_open(const char* cls, int width, int height, const std::string& attributes) {
+  return fmt::format(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"{}\" width=\"{}\" height=\"{}\" "
+      "viewBox=\"0 0 {} {}\" font-family=\"sans-serif\" font-size=\"11\"{}>\n",
+      cls, width, height, width, height, attributes);
+}
+
+// A horizontal axis under a plot: ticks, labels and a title.
+void x_axis(std::string& svg, const Scale& x, double y, const std::string& title) {
+  svg += fmt::format(
+      "<line class=\"axis\" x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" "
+      "stroke=\"#444\"/>\n",
+      x.p0, y, x.p1, y);
+  for (const double t : ticks(x.d0, x.d1)) {
+    const double px = x(t);
+    svg += fmt::format(
+        "<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" "
+        "stroke=\"#444\"/><text x=\"{:.1f}\" y=\"{:.1f}\" "
+        "text-anchor=\"middle\">{:g}</text>\n",
+        px, y, px, y + 4, px, y + 15, t);
+  }
+  svg += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">{}</text>\n",
+                     (x.p0 + x.p1) / 2, y + 29, escape(title));
+}
+
+// A vertical axis left of a plot.
+void y_axis(std::string& svg, const Scale& y, double x, const std::string& title) {
+  svg += fmt::format(
+      "<line class=\"axis\" x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" "
+      "stroke=\"#444\"/>\n",
+      x, y.p0, x, y.p1);
+  for (const double t : ticks(y.d0, y.d1, 5)) {
+    const double py = y(t);
+    svg += fmt::format(
+        "<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" "
+        "stroke=\"#444\"/><text x=\"{:.1f}\" y=\"{:.1f}\" "
+        "text-anchor=\"end\">{:g}</text>\n",
+        x - 4, py, x, py, x - 6, py + 4, t);
+  }
+  svg += fmt::format(
+      "<text x=\"12\" y=\"{:.1f}\" text-anchor=\"middle\" transform=\"rotate(-90 12 {:.1f})\">"
+      "{}</text>\n",
+      (y.p0 + y.p1) / 2, (y.p0 + y.p1) / 2, escape(title));
+}
+
+int device_count(const RunRecord& run) {
+  int devices = run.parameters.pp;
+  for (const OpRecord& op : run.ops)
+    devices = std::max(devices, op.device + 1);
+  for (const MemoryRecord& m : run.memory)
+    devices = std::max(devices, m.device + 1);
+  return devices;
+}
+
+sim::TimeNs end_time(const RunRecord& run) {
+  sim::TimeNs end = 0;
+  for (const OpRecord& op : run.ops)
+    end = std::max(end, op.end_ns);
+  for (const TransferRecord& t : run.transfers)
+    end = std::max(end, t.end_ns);
+  for (const MemoryRecord& m : run.memory)
+    end = std::max(end, m.time_ns);
+  return std::max<sim::TimeNs>(end, 1);
+}
+
+double row_top(int device) {
+  return kTop + device * (kRowHeight + kRowGap);
+}
+
+void box(std::string& svg, sim::OpKind kind, double x0, double x1, int device,
+         const std::string& extra_class) {
+  const auto k = static_cast<std::size_t>(kind);
+  svg += fmt::format(
+      "<rect class=\"op {}{}\" x=\"{:.2f}\" y=\"{:.1f}\" width=\"{:.2f}\" height=\"{}\" "
+      "fill=\"{}\" stroke=\"#fff\" stroke-width=\"0.5\">",
+      kind_name(kind), extra_class, x0, row_top(device), std::max(x1 - x0, 0.0), kRowHeight,
+      kOpColours[k]);
+}
+
+// Every op a box, with its microbatch number when it fits.
+void exact_boxes(std::string& svg, const RunRecord& run, const Scale& x) {
+  for (const OpRecord& op : run.ops) {
+    const double x0 = x(static_cast<double>(op.start_ns));
+    const double x1 = x(static_cast<double>(op.end_ns));
+    box(svg, op.kind, x0, x1, op.device, op.chunk % 2 == 1 ? " odd-chunk" : "");
+    svg += fmt::format("<title>{} stage {} chunk {} microbatch {}: {:.3f} to {:.3f} ms</title>",
+                       kind_name(op.kind), op.stage, op.chunk, op.microbatch, op.start_ns / 1e6,
+                       op.end_ns / 1e6);
+    svg += "</rect>\n";
+    const std::string number = std::to_string(op.microbatch);
+    if (x1 - x0 >= 6.0 * static_cast<double>(number.size()) + 2) {
+      svg += fmt::format(
+          "<text class=\"mb\" x=\"{:.2f}\" y=\"{:.1f}\" font-size=\"10\" text-anchor=\"middle\" "
+          "pointer-events=\"none\">{}</text>\n",
+          (x0 + x1) / 2, row_top(op.device) + kRowHeight / 2.0 + 4, number);
+    }
+  }
+}
+
+// The aggregated drawing of report_render.h's kDefaultMaxBoxes rule.
+void aggregated_boxes(std::string& svg, const RunRecord& run, const Scale& x, int devices,
+                      int columns) {
+  const double column_ns = (x.d1 - x.d0) / columns;
+  std::vector<std::vector<const OpRecord*>> by_device(static_cast<std::size_t>(devices));
+  for (const OpRecord& op : run.ops)
+    by_device[static_cast<std::size_t>(op.device)].push_back(&op);
+  std::vector<std::array<double, 4>> busy(static_cast<std::size_t>(columns));
+  for (int d = 0; d < devices; ++d) {
+    std::fill(busy.begin(), busy.end(), std::array<double, 4>{});
+    for (const OpRecord* op : by_device[static_cast<std::size_t>(d)]) {
+      const double s = static_cast<double>(op->start_ns), e = static_cast<double>(op->end_ns);
+      const int c0 = std::clamp(static_cast<int>(s / column_ns), 0, columns - 1);
+      const int c1 = std::clamp(static_cast<int>(e / column_ns), 0, columns - 1);
+      for (int c = c0; c <= c1; ++c) {
+        const double overlap = std::min(e, (c + 1) * column_ns) - std::max(s, c * column_ns);
+        if (overlap > 0)
+          busy[static_cast<std::size_t>(c)][static_cast<std::size_t>(op->kind)] += overlap;
+      }
+    }
+    const auto column_kind = [&](int c) {
+      const std::array<double, 4>& b = busy[static_cast<std::size_t>(c)];
+      const auto top = std::max_element(b.begin(), b.end());
+      const double total = b[0] + b[1] + b[2] + b[3];
+      return total >= column_ns / 2 ? static_cast<int>(top - b.begin()) : -1;
+    };
+    for (int c = 0; c < columns;) {
+      const int kind = column_kind(c);
+      int end = c + 1;
+      while (end < columns && column_kind(end) == kind)
+        ++end;
+      if (kind >= 0) {
+        box(svg, static_cast<sim::OpKind>(kind), x.p0 + c, x.p0 + end, d, " aggregated");
+        svg += "</rect>\n";
+      }
+      c = end;
+    }
+  }
+}
+
+}  // namespace
+
+std::string timeline_svg(const RunRecord& run, const RenderOptions& options) {
+  const int devices = device_count(run);
+  const bool aggregated = run.ops.size() > options.max_boxes;
+  const int width = kLeft + options.width_px + kRight;
+  const double rows_bottom = row_top(devices) - kRowGap;
+  const bool transfers_left_out = options.transfers && run.transfers.size() > options.max_boxes;
+  const int captions = (aggregated ? 1 : 0) + (transfers_left_out ? 1 : 0);
+  const int height = static_cast<int>(rows_bottom) + kAxisHeight + 16 * captions;
+  const Scale x{0, static_cast<double>(end_time(run)), kLeft,
+                static_cast<double>(kLeft + options.width_px)};
+  std::string svg =
+      svg_open(aggregated ? "timeline aggregated" : "timeline", width, height,
+               fmt::format(" data-run=\"{}\" data-ops=\"{}\"", escape(run.name), run.ops.size()));
+  svg += "<style>.odd-chunk{filter:brightness(0.85)}</style>\n";
+  for (int d = 0; d < devices; ++d) {
+    svg += fmt::format("<text x=\"{}\" y=\"{:.1f}\" text-anchor=\"end\">device {}</text>\n",
+                       kLeft - 6, row_top(d) + kRowHeight / 2.0 + 4, d);
+    svg += fmt::format(
+        "<rect class=\"idle\" x=\"{}\" y=\"{:.1f}\" width=\"{}\" height=\"{}\" "
+        "fill=\"{}\"/>\n",
+        kLeft, row_top(d), options.width_px, kRowHeight, kIdleColour);
+  }
+  if (aggregated) {
+    aggregated_boxes(svg, run, x, devices, options.width_px);
+  } else {
+    exact_boxes(svg, run, x);
+  }
+  if (options.transfers && !transfers_left_out) {
+    for (const TransferRecord& t : run.transfers) {
+      svg += fmt::format(
+          "<line class=\"transfer\" x1=\"{:.2f}\" y1=\"{:.1f}\" x2=\"{:.2f}\" y2=\"{:.1f}\" "
+          "stroke=\"#333\" stroke-opacity=\"0.45\" stroke-width=\"0.8\"/>\n",
+          x(static_cast<double>(t.start_ns)), row_top(t.src_device) + kRowHeight / 2.0,
+          x(static_cast<double>(t.end_ns)), row_top(t.dst_device) + kRowHeight / 2.0);
+    }
+  }
+  x_axis(svg, Scale{0, x.d1 / 1e6, x.p0, x.p1}, rows_bottom + 2, "time (ms)");
+  if (aggregated) {
+    svg += fmt::format(
+        "<text class=\"caption\" x=\"{}\" y=\"{}\">{} ops, more than {}: drawn "
+        "aggregated, one colour per 1 px column (the kind busy longest in it)"
+        "</text>\n",
+        kLeft, height - 4 - (transfers_left_out ? 16 : 0), run.ops.size(), options.max_boxes);
+  }
+  if (transfers_left_out) {
+    svg += fmt::format(
+        "<text class=\"caption\" x=\"{}\" y=\"{}\">{} transfers, more than {}: "
+        "not drawn</text>\n",
+        kLeft, height - 4, run.transfers.size(), options.max_boxes);
+  }
+  svg += "</svg>\n";
+  return svg;
+}
+
+std::string memory_svg(const RunRecord& run, const RenderOptions& options) {
+  const int devices = device_count(run);
+  const int width = kLeft + options.width_px + kRight + kLegendWidth;
+  const int height = kTop + kCurveHeight + kAxisHeight;
+  double peak = 0;
+  for (const MemoryRecord& m : run.memory)
+    peak = std::max(peak, m.activation_memory);
+  const Scale x{0, static_cast<double>(end_time(run)), kLeft,
+                static_cast<double>(kLeft + options.width_px)};
+  const Scale y{0, peak > 0 ? peak * 1.05 : 1, static_cast<double>(kTop + kCurveHeight),
+                static_cast<double>(kTop)};
+  std::vector<std::vector<const MemoryRecord*>> by_device(static_cast<std::size_t>(devices));
+  for (const MemoryRecord& m : run.memory)
+    by_device[static_cast<std::size_t>(m.device)].push_back(&m);
+  bool aggregated = false;
+  for (const auto& rows : by_device)
+    aggregated = aggregated || rows.size() > options.max_boxes;
+  std::string svg = svg_open(aggregated ? "memory aggregated" : "memory", width, height,
+                             fmt::format(" data-run=\"{}\"", escape(run.name)));
+  for (int d = 0; d < devices; ++d) {
+    const auto& rows = by_device[static_cast<std::size_t>(d)];
+    const char* colour = kPalette[static_cast<std::size_t>(d) % kPalette.size()];
+    std::string points = fmt::format("{:.2f},{:.2f}", x.p0, y(0));
+    double last = 0;
+    if (rows.size() <= options.max_boxes) {
+      for (const MemoryRecord* m : rows) {
+        const double px = x(static_cast<double>(m->time_ns));
+        points +=
+            fmt::format(" {:.2f},{:.2f} {:.2f},{:.2f}", px, y(last), px, y(m->activation_memory));
+        last = m->activation_memory;
+      }
+    } else {
+      for (std::size_t k = 0; k < rows.size();) {
+        const int column = static_cast<int>(x(static_cast<double>(rows[k]->time_ns)));
+        double high = -std::numeric_limits<double>::infinity();
+        for (; k < rows.size() &&
+               static_cast<int>(x(static_cast<double>(rows[k]->time_ns))) == column;
+             ++k) {
+          high = std::max(high, rows[k]->activation_memory);
+          last = rows[k]->activation_memory;
+        }
+        points += fmt::format(" {},{:.2f} {},{:.2f}", column, y(high), column, y(last));
+      }
+    }
+    points += fmt::format(" {:.2f},{:.2f}", x.p1, y(last));
+    svg += fmt::format(
+        "<polyline class=\"memory\" data-device=\"{}\" fill=\"none\" "
+        "stroke=\"{}\" stroke-width=\"1.5\" points=\"{}\"/>\n",
+        d, colour, points);
+    svg += fmt::format("<text x=\"{}\" y=\"{}\" fill=\"{}\">device {}</text>\n",
+                       kLeft + options.width_px + kRight, kTop + 12 + 14 * d, colour, d);
+  }
+  y_axis(svg, y, kLeft, "activation memory");
+  x_axis(svg, Scale{0, x.d1 / 1e6, x.p0, x.p1}, kTop + kCurveHeight, "time (ms)");
+  svg += "</svg>\n";
+  return svg;
+}
+
+std::string sweep_svg(const std::vector<SweepRow>& rows, SweepPlot plot) {
+  const bool bubble = plot == SweepPlot::kBubbleVsMemory;
+  const auto value = [&](const SweepRow& r) {
+    return bubble ? r.bubble_rate
+                  : microbatches_per_gpu_per_s(r.microbatches, r.pp, r.iteration_time_ms);
+  };
+  const std::vector<std::size_t> ok = ok_rows(rows);
+  const std::vector<std::size_t> front =
+      bubble ? sweep_front_bubble(rows) : sweep_front_throughput(rows);
+  double x_max = 0, y_max = 0;
+  for (const std::size_t i : ok) {
+    x_max = std::max(x_max, rows[i].peak_activation_memory);
+    y_max = std::max(y_max, value(rows[i]));
+  }
+  const int width = kLeft + kSweepWidth + kRight + kLegendWidth;
+  const int height = kTop + kSweepHeight + kAxisHeight;
+  const Scale x{0, x_max > 0 ? x_max * 1.05 : 1, kLeft, static_cast<double>(kLeft + kSweepWidth)};
+  const Scale y{0, y_max > 0 ? y_max * 1.05 : 1, static_cast<double>(kTop + kSweepHeight),
+                static_cast<double>(kTop)};
+  std::string svg =
+      svg_open("sweep", width, height,
+               fmt::format(" data-plot=\"{}\" data-points=\"{}\" data-pareto=\"{}\"",
+                           bubble ? "bubble" : "throughput", ok.size(), front.size()));
+  std::map<std::string, std::size_t> schedule_colour;
+  for (const std::size_t i : ok)
+    schedule_colour.emplace(rows[i].schedule, 0);
+  std::size_t next = 0;
+  for (auto& [name, colour] : schedule_colour)
+    colour = next++ % kPalette.size();
+  // The front as a staircase through its points, in memory order.
+  std::vector<std::size_t> ordered = front;
+  std::sort(ordered.begin(), ordered.end(), [&](std::size_t a, std::size_t b) {
+    return rows[a].peak_activation_memory < rows[b].peak_activation_memory;
+  });
+  std::string staircase;
+  for (std::size_t k = 0; k < ordered.size(); ++k) {
+    const double px = x(rows[ordered[k]].peak_activation_memory);
+    const double py = y(value(rows[ordered[k]]));
+    if (k > 0) staircase += fmt::format(" {:.2f},{:.2f}", px, y(value(rows[ordered[k - 1]])));
+    staircase += fmt::format(" {:.2f},{:.2f}", px, py);
+  }
+  if (!staircase.empty()) {
+    svg += fmt::format(
+        "<polyline class=\"front\" fill=\"none\" stroke=\"{}\" "
+        "stroke-width=\"1.2\" points=\"{}\"/>\n",
+        kFrontColour, staircase.substr(1));
+  }
+  std::vector<bool> on_front(rows.size(), false);
+  for (const std::size_t i : front)
+    on_front[i] = true;
+  // Beyond kMaxSweepPoints rows, every front row and every k-th other row.
+  const std::size_t every =
+      std::max<std::size_t>(1, (ok.size() + kMaxSweepPoints - 1) / kMaxSweepPoints);
+  std::size_t others = 0;
+  for (const std::size_t i : ok) {
+    if (!on_front[i] && others++ % every != 0) continue;
+    const SweepRow& r = rows[i];
+    const char* colour = kPalette[schedule_colour[r.schedule]];
+    svg += fmt::format(
+        "<circle class=\"{}\" cx=\"{:.2f}\" cy=\"{:.2f}\" r=\"{}\" fill=\"{}\" "
+        "fill-opacity=\"0.75\"{}>",
+        on_front[i] ? "point pareto" : "point", x(r.peak_activation_memory), y(value(r)),
+        on_front[i] ? 5 : 3, colour,
+        on_front[i] ? fmt::format(" stroke=\"{}\" stroke-width=\"2\"", kFrontColour) : "");
+    if (ok.size() <= kMaxPointTitles) {
+      svg += fmt::format("<title>row {}: {}</title>", r.index, escape(r.key));
+    }
+    svg += "</circle>\n";
+  }
+  std::size_t line = 0;
+  for (const auto& [name, colour] : schedule_colour) {
+    svg += fmt::format("<text x=\"{}\" y=\"{}\" fill=\"{}\">&#9679; {}</text>\n",
+                       kLeft + kSweepWidth + kRight, kTop + 12 + 14 * line++, kPalette[colour],
+                       escape(name));
+  }
+  svg += fmt::format("<text x=\"{}\" y=\"{}\" fill=\"{}\">&#9675; Pareto front</text>\n",
+                     kLeft + kSweepWidth + kRight, kTop + 12 + 14 * line, kFrontColour);
+  if (every > 1) {
+    svg += fmt::format(
+        "<text class=\"caption\" x=\"{}\" y=\"{}\">{} rows: the front and every "
+        "{}-th other row drawn</text>\n",
+        kLeft + 10, kTop + 12, ok.size(), every);
+  }
+  y_axis(svg, y, kLeft, bubble ? "bubble rate" : "microbatches per GPU per second");
+  x_axis(svg, x, kTop + kSweepHeight, "peak activation memory");
+  svg += "</svg>\n";
+  return svg;
+}
+
+namespace {
+
+constexpr const char* kCss = R"(body{font-family:sans-serif;margin:24px;color:#222}
+h1{font-size:20px}h2{font-size:16px;margin-top:28px}
+table{border-collapse:collapse;margin:8px 0}
+td,th{border:1px solid #ccc;padding:3px 8px;text-align:right;font-size:13px}
+th{background:#f3f3f3}td.l,th.l{text-align:left}
+.best{font-weight:bold}.note{color:#555;font-size:12px}
+.legend span{display:inline-block;padding:1px 8px;margin-right:6px;border:1px solid #aaa;font-size:12px}
+svg{display:block;margin:4px 0;max-width:100%;height:auto}
+)";
+
+std::string cell(const std::string& text, bool left = false, bool best = false) {
+  return fmt::format("<td class=\"{}{}\">{}</td>", left ? "l" : "", best ? " best" : "",
+                     escape(text));
+}
+
+std::string runs_table(const ReportData& data) {
+  double best_time = std::numeric_limits<double>::infinity(), best_bubble = best_time,
+         best_memory = best_time, best_throughput = 0;
+  const auto throughput = [](const RunRecord& r) {
+    return microbatches_per_gpu_per_s(r.parameters.microbatches, r.parameters.pp,
+                                      r.summary.iteration_time_ms);
+  };
+  for (const RunRecord& r : data.runs) {
+    best_time = std::min(best_time, r.summary.iteration_time_ms);
+    best_bubble = std::min(best_bubble, r.summary.bubble_rate);
+    best_memory = std::min(best_memory, r.summary.peak_activation_memory);
+    best_throughput = std::max(best_throughput, throughput(r));
+  }
+  std::string html =
+      "<table class=\"runs\"><tr><th class=\"l\">run</th><th class=\"l\">schedule</th><th>p</th>"
+      "<th>m</th><th>v</th><th>iteration (ms)</th><th>bubble rate</th><th>peak activation "
+      "memory</th><th>microbatches/GPU/s</th><th>ops</th><th>transfers</th></tr>\n";
+  for (const RunRecord& r : data.runs) {
+    const RunSummaryMetrics& s = r.summary;
+    html +=
+        "<tr>" + cell(r.name, true) + cell(r.parameters.schedule, true) +
+        cell(std::to_string(r.parameters.pp)) + cell(std::to_string(r.parameters.microbatches)) +
+        cell(std::to_string(r.parameters.chunks)) +
+        cell(fmt::format("{:.3f}", s.iteration_time_ms), false, s.iteration_time_ms == best_time) +
+        cell(fmt::format("{:.4f}", s.bubble_rate), false, s.bubble_rate == best_bubble) +
+        cell(fmt::format("{:.4g}", s.peak_activation_memory), false,
+             s.peak_activation_memory == best_memory) +
+        cell(fmt::format("{:.3f}", throughput(r)), false, throughput(r) == best_throughput) +
+        cell(std::to_string(r.ops.size())) + cell(std::to_string(r.transfers.size())) + "</tr>\n";
+  }
+  html +=
+      "</table>\n<p class=\"note\">Bold: best of the column. Memory in each run's activation "
+      "unit (the unit of m_b). Microbatches per GPU per second: m / (p &times; iteration "
+      "time).</p>\n";
+  return html;
+}
+
+std::string sweep_table(const ReportData& data, const std::vector<std::size_t>& which) {
+  std::string html =
+      "<table class=\"pareto\"><tr><th>row</th><th class=\"l\">schedule</th><th>p</th><th>m</th>"
+      "<th>v</th><th>mem limit</th><th>peak memory</th><th>bubble rate</th><th>iteration "
+      "(ms)</th><th>microbatches/GPU/s</th></tr>\n";
+  for (const std::size_t i : which) {
+    const SweepRow& r = data.sweep[i];
+    html += "<tr>" + cell(std::to_string(r.index)) + cell(r.schedule, true) +
+            cell(std::to_string(r.pp)) + cell(std::to_string(r.microbatches)) +
+            cell(std::to_string(r.chunks)) + cell(fmt::format("{:g}", r.mem_limit)) +
+            cell(fmt::format("{:.4g}", r.peak_activation_memory)) +
+            cell(fmt::format("{:.4f}", r.bubble_rate)) +
+            cell(fmt::format("{:.3f}", r.iteration_time_ms)) +
+            cell(fmt::format(
+                "{:.3f}", microbatches_per_gpu_per_s(r.microbatches, r.pp, r.iteration_time_ms))) +
+            "</tr>\n";
+  }
+  return html + "</table>\n";
+}
+
+}  // namespace
+
+std::string report_html(const ReportData& data, const RenderOptions& options) {
+  std::string html =
+      "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>"
+      "bubblesim report: " +
+      escape(data.path) + "</title>\n<style>\n" + kCss + "</style></head><body>\n";
+  html += "<h1>bubblesim report: " + escape(data.path) + "</h1>\n";
+  html += fmt::format(
+      "<p class=\"note\">format_version {}; last written by bubblesim {}: <code>{}</code></p>\n",
+      data.format_version, escape(data.writer.bubblesim_version), escape(data.writer.command_line));
+  html += "<h2>Runs</h2>\n";
+  html += data.runs.empty() ? std::string("<p>No runs.</p>\n") : runs_table(data);
+  if (!data.runs.empty()) {
+    html += "<p class=\"legend\">";
+    for (const sim::OpKind kind :
+         {sim::OpKind::F, sim::OpKind::B, sim::OpKind::W, sim::OpKind::BW}) {
+      html += fmt::format("<span style=\"background:{}\">{}</span>",
+                          kOpColours[static_cast<std::size_t>(kind)], kind_name(kind));
+    }
+    html += fmt::format(
+        "<span style=\"background:{}\">idle</span> numbers: microbatch; darker "
+        "boxes: odd model chunks</p>\n",
+        kIdleColour);
+  }
+  for (const RunRecord& run : data.runs) {
+    html += fmt::format(
+        "<section class=\"run\">\n<h2>{}: {} p={} m={} v={}, bubble rate {:.4f}, iteration "
+        "{:.3f} ms</h2>\n",
+        escape(run.name), escape(run.parameters.schedule), run.parameters.pp,
+        run.parameters.microbatches, run.parameters.chunks, run.summary.bubble_rate,
+        run.summary.iteration_time_ms);
+    html += timeline_svg(run, options);
+    html += memory_svg(run, options);
+    html += "</section>\n";
+  }
+  if (data.has_sweep) {
+    const std::vector<std::size_t> ok = ok_rows(data.sweep);
+    html += fmt::format(
+        "<section class=\"sweep\">\n<h2>Sweep table: {} configurations, {} ok, {} failed</h2>\n",
+        data.sweep.size(), ok.size(), data.sweep.size() - ok.size());
+    html += sweep_svg(data.sweep, SweepPlot::kBubbleVsMemory);
+    html += "<p>Pareto front, peak memory against bubble rate:</p>\n" +
+            sweep_table(data, sweep_front_bubble(data.sweep));
+    html += sweep_svg(data.sweep, SweepPlot::kThroughputVsMemory);
+    html += "<p>Pareto front, peak memory against throughput:</p>\n" +
+            sweep_table(data, sweep_front_throughput(data.sweep));
+    html += "</section>\n";
+  }
+  html += "</body></html>\n";
+  return html;
+}
+
+void write_file_atomically(const std::string& path, const std::string& text) {
+  const std::string temporary = path + "." + std::to_string(::getpid()) + ".tmp";
+  const auto fail = [&](const std::string& why) {
+    std::error_code ignored;
+    std::filesystem::remove(temporary, ignored);
+    throw Error(path + ": cannot write the file (" + why + ")");
+  };
+  {
+    std::ofstream file(temporary, std::ios::binary | std::ios::trunc);
+    if (!file) fail(std::strerror(errno));
+    file.write(text.data(), static_cast<std::streamsize>(text.size()));
+    file.flush();
+    if (!file) fail(std::strerror(errno));
+  }
+  if (std::rename(temporary.c_str(), path.c_str()) != 0) fail(std::strerror(errno));
+}
+
+std::vector<std::string> write_svg_files(const std::string& dir, const ReportData& data,
+                                         const RenderOptions& options) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec || !std::filesystem::is_directory(dir)) {
+    throw Error(dir + ": cannot create the folder for --svg (" +
+                (ec ? ec.message() : std::string("not a folder")) + ")");
+  }
+  const auto file_name = [](std::string name) {
+    for (char& c : name) {
+      const bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                         (c >= '0' && c <= '9') || c == '.' || c == '-' || c == '_';
+      if (!plain) c = '_';
+    }
+    return name;
+  };
+  std::vector<std::pair<std::string, std::string>> files;
+  const std::filesystem::path folder(dir);
+  std::set<std::string> used;
+  for (const RunRecord& run : data.runs) {
+    // Two names that differ only in replaced characters get distinct files: NAME, NAME-2, ...
+    std::string stem = file_name(run.name);
+    for (int n = 2; !used.insert(stem).second; ++n)
+      stem = file_name(run.name) + "-" + std::to_string(n);
+    files.emplace_back((folder / (stem + ".timeline.svg")).string(), timeline_svg(run, options));
+    files.emplace_back((folder / (stem + ".memory.svg")).string(), memory_svg(run, options));
+  }
+  if (data.has_sweep) {
+    files.emplace_back((folder / "sweep-bubble.svg").string(),
+                       sweep_svg(data.sweep, SweepPlot::kBubbleVsMemory));
+    files.emplace_back((folder / "sweep-throughput.svg").string(),
+                       sweep_svg(data.sweep, SweepPlot::kThroughputVsMemory));
+  }
+  std::vector<std::string> paths;
+  for (const auto& [path, text] : files) {
+    write_file_atomically(path, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n" + text);
+    paths.push_back(path);
+  }
+  return paths;
+}
+
+}  // namespace bubblesim::analysis

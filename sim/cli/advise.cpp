@@ -1,0 +1,275 @@
+// `bubblesim advise --model FILE.yaml --gpu NAME --gpus N [--mem-budget-gb X]` (docs/advise.md):
+// the best schedules, p, m, v and microbatch sizes for a model on N GPUs, and why the others
+// lost.
+#include <fmt/format.h>
+#include <fmt/ostream.h>
+
+#include <boost/program_options.hpp>
+#include <map>
+#include <sstream>
+
+#include "analysis/advise.h"
+#include "sim/cli/commands.h"
+#include "sim/cli/progress.h"
+
+namespace bubblesim::cli {
+
+namespace po = boost::program_options;
+
+namespace {
+
+// Progress appears only when the search takes longer than this.
+constexpr double kProgressDelaySeconds = 1;
+
+std::vector<int> parse_int_list(const std::string& option, const std::string& text) {
+  std::vector<int> values;
+  std::istringstream items(text);
+  for (std::string item; std::getline(items, item, ',');) {
+    std::size_t used = 0;
+    int value = 0;
+    try {
+      value = std::stoi(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != item.size()) {
+      throw InvalidArgument("option " + option + ": '" + item + "' is not an integer (in '" + text +
+                            "')");
+    }
+    values.push_back(value);
+  }
+  if (values.empty()) throw InvalidArgument("option " + option + ": expected a list of integers");
+  return values;
+}
+
+double gb(double bytes) {
+  return bytes / 1e9;
+}
+
+void write_table(std::ostream& out, const std::vector<analysis::AdviseCandidate>& rows,
+                 double budget_bytes) {
+  fmt::print(out,
+             "{:>4}  {:<12}  {:>4}  {:>4}  {:>5}  {:>3}  {:>3}  {:>12}  {:>12}  {:>8}  {:>14}  "
+             "{:>16}\n",
+             "rank", "schedule", "p", "dp", "m", "v", "b", "iteration ms", "all-reduce ms",
+             "bubble", "peak mem GB", "samples/GPU/s");
+  int rank = 1;
+  for (const analysis::AdviseCandidate& c : rows) {
+    fmt::print(out,
+               "{:>4}  {:<12}  {:>4}  {:>4}  {:>5}  {:>3}  {:>3}  {:>12.3f}  {:>12.3f}  {:>8.4f}  "
+               "{:>7.2f} ({:>3.0f}%)  {:>16.3f}\n",
+               rank++, c.schedule, c.pp, c.dp, c.microbatches, c.chunks, c.microbatch_size,
+               c.iteration_time_ms, c.allreduce_ms, c.bubble_rate, gb(c.peak_memory_bytes),
+               100 * c.peak_memory_bytes / budget_bytes, c.samples_per_gpu_per_s);
+  }
+}
+
+// Per schedule, why its best configuration lost to the top one.
+void write_why(std::ostream& out, const std::vector<analysis::AdviseCandidate>& ranked,
+               double budget_bytes) {
+  using analysis::AdviseOutcome;
+  const analysis::AdviseCandidate* top =
+      !ranked.empty() && ranked.front().outcome == AdviseOutcome::kFits ? &ranked.front() : nullptr;
+  std::size_t fits = 0, oom = 0, inapplicable = 0;
+  const analysis::AdviseCandidate* closest_oom = nullptr;
+  std::vector<std::string> order;  // schedules as first seen in the ranking
+  std::map<std::string, std::vector<const analysis::AdviseCandidate*>> by_schedule;
+  for (const analysis::AdviseCandidate& c : ranked) {
+    fits += c.outcome == AdviseOutcome::kFits;
+    inapplicable += c.outcome == AdviseOutcome::kNotApplicable;
+    if (c.outcome == AdviseOutcome::kOutOfMemory) {
+      ++oom;
+      if (closest_oom == nullptr) closest_oom = &c;
+    }
+    if (by_schedule[c.schedule].empty()) order.push_back(c.schedule);
+    by_schedule[c.schedule].push_back(&c);
+  }
+  fmt::print(out,
+             "\n{} configurations: {} fit in {:.2f} GB per GPU, {} out of memory, {} not "
+             "applicable\n",
+             ranked.size(), fits, gb(budget_bytes), oom, inapplicable);
+  if (closest_oom != nullptr) {
+    fmt::print(out, "closest out of memory: {} needs {:.2f} GB, {:.2f} GB over the budget\n",
+               closest_oom->label(), gb(closest_oom->peak_memory_bytes),
+               gb(closest_oom->peak_memory_bytes - budget_bytes));
+  }
+  fmt::print(out, "\nwhy the others lost (each schedule's best configuration):\n");
+  for (const std::string& name : order) {
+    const std::vector<const analysis::AdviseCandidate*>& list = by_schedule[name];
+    const analysis::AdviseCandidate& best = *list.front();  // ranked order
+    std::size_t n_oom = 0, n_na = 0;
+    for (const analysis::AdviseCandidate* c : list) {
+      n_oom += c->outcome == AdviseOutcome::kOutOfMemory;
+      n_na += c->outcome == AdviseOutcome::kNotApplicable;
+    }
+    const std::string counts = fmt::format("{} configurations, {} out of memory, {} not applicable",
+                                           list.size(), n_oom, n_na);
+    if (best.outcome == AdviseOutcome::kFits) {
+      if (&best == top) {
+        fmt::print(out, "  {:<12} the top choice ({})\n", name, counts);
+        continue;
+      }
+      const double behind = 100 * (1 - best.samples_per_gpu_per_s / top->samples_per_gpu_per_s);
+      std::string why;
+      if (best.bubble_rate > top->bubble_rate + 1e-9) {
+        why = fmt::format("more bubbles ({:.4f} vs {:.4f})", best.bubble_rate, top->bubble_rate);
+      } else if (best.allreduce_ms > top->allreduce_ms + 1e-9) {
+        why = fmt::format("longer all-reduce ({:.3f} vs {:.3f} ms)", best.allreduce_ms,
+                          top->allreduce_ms);
+      } else if (best.samples_per_gpu_per_s == top->samples_per_gpu_per_s) {
+        why = best.peak_memory_bytes > top->peak_memory_bytes
+                  ? fmt::format("a tie, more memory ({:.2f} vs {:.2f} GB)",
+                                gb(best.peak_memory_bytes), gb(top->peak_memory_bytes))
+                  : std::string("a tie (same throughput and memory; ranked by search order)");
+      } else {
+        why = "slower passes or transfers";
+      }
+      fmt::print(out, "  {:<12} {:.1f}% lower throughput at best ({}): {}; {}\n", name, behind,
+                 best.label(), why, counts);
+    } else if (best.outcome == AdviseOutcome::kOutOfMemory) {
+      fmt::print(out, "  {:<12} out of memory: at least {:.2f} GB ({}), {:.2f} GB over; {}\n", name,
+                 gb(best.peak_memory_bytes), best.label(),
+                 gb(best.peak_memory_bytes - budget_bytes), counts);
+    } else {
+      fmt::print(out, "  {:<12} not applicable: {} ({})\n", name, best.reason, best.label());
+    }
+  }
+}
+
+}  // namespace
+
+int cmd_advise(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  po::options_description desc("options");
+  // clang-format off
+  desc.add_options()
+    ("help,h", "show this help")
+    ("model", po::value<std::string>(), "transformer description (YAML, models/examples/)")
+    ("gpu", po::value<std::string>()->default_value("A100-80GB"),
+     "GPU type: A100-40GB, A100-80GB, H100-SXM, H200, L40S")
+    ("gpus", po::value<int>()->default_value(8), "GPUs N: p divides N, the rest is data parallel")
+    ("mem-budget-gb", po::value<double>(), "memory per GPU in GB (10^9 bytes); default the GPU's")
+    ("global-batch", po::value<int>(),
+     "samples per iteration over all pipelines, G (default 3 x N x the model's microbatch_size)")
+    ("microbatch-sizes", po::value<std::string>()->default_value("1,2,3,4,6,8"),
+     "microbatch sizes b to try (those with dp*b dividing G)")
+    ("chunks", po::value<std::string>()->default_value("1,2,4"),
+     "chunks per device v to try, for schedules that take -v")
+    ("schedules", po::value<std::string>()->default_value("all"),
+     "'all' or a comma-separated list of schedule names")
+    ("efficiency", po::value<double>()->default_value(models::kDefaultEfficiency, "0.45"),
+     "fraction of the GPU's dense BF16 peak the passes reach, in (0, 1]")
+    ("link-gbps", po::value<double>()->default_value(50),
+     "GB/s between stages and for the data-parallel all-reduce (50: a 400 Gb/s link)")
+    ("link-latency-ms", po::value<double>()->default_value(0.01), "latency of one hop, ms")
+    ("top", po::value<int>()->default_value(5), "how many choices to list")
+    ("jobs,j", po::value<int>()->default_value(0, "all cores"), "configurations simulated at once")
+    ("progress", po::value<std::string>()->default_value("auto"),
+     "on standard error when the search takes over 1 s: bar, lines, none, auto");
+  // clang-format on
+  po::variables_map vm;
+  if (!parse_command(args, desc, vm, out,
+                     "usage: bubblesim advise --model FILE.yaml [--gpu NAME] [--gpus N] "
+                     "[--mem-budget-gb X] [--global-batch G] [--microbatch-sizes LIST] "
+                     "[--chunks LIST] [--schedules LIST] [--top K]\n\n"
+                     "Simulates every schedule, pipeline size p (a divisor of N; N/p data-parallel "
+                     "pipelines), microbatch size and chunk count for the model, and lists the "
+                     "highest predicted throughputs that fit in memory, then why the others "
+                     "lost. Exit status 2 when nothing fits.")) {
+    return 0;
+  }
+  if (vm.count("model") == 0) throw InvalidArgument("option --model: give a model file");
+  analysis::AdviseSearch search;
+  search.model = models::load_transformer(vm["model"].as<std::string>());
+  analysis::AdviseHardware& hw = search.hardware;
+  hw.gpu = models::find_gpu(vm["gpu"].as<std::string>());
+  hw.gpus = vm["gpus"].as<int>();
+  if (hw.gpus < 1 || hw.gpus > 65536) {
+    throw InvalidArgument("option --gpus: expected 1 to 65536 GPUs, got " +
+                          std::to_string(hw.gpus));
+  }
+  hw.memory_budget_bytes = hw.gpu.memory_gb * 1e9;
+  if (vm.count("mem-budget-gb") != 0) {
+    const double budget = vm["mem-budget-gb"].as<double>();
+    if (!(budget > 0 && budget < 1e9)) {
+      throw InvalidArgument("option --mem-budget-gb: expected a positive number of GB, got " +
+                            format_number(budget));
+    }
+    hw.memory_budget_bytes = budget * 1e9;
+  }
+  hw.efficiency = vm["efficiency"].as<double>();
+  if (!(hw.efficiency > 0 && hw.efficiency <= 1)) {
+    throw InvalidArgument("option --efficiency: expected a fraction in (0, 1], got " +
+                          format_number(hw.efficiency));
+  }
+  hw.link_bandwidth_gbps = vm["link-gbps"].as<double>();
+  hw.link_latency_ms = vm["link-latency-ms"].as<double>();
+  search.global_batch = vm.count("global-batch") != 0 ? vm["global-batch"].as<int>()
+                                                      : 3 * hw.gpus * search.model.microbatch_size;
+  search.microbatch_sizes =
+      parse_int_list("--microbatch-sizes", vm["microbatch-sizes"].as<std::string>());
+  search.chunks = parse_int_list("--chunks", vm["chunks"].as<std::string>());
+  const std::string schedules = vm["schedules"].as<std::string>();
+  if (schedules != "all") {
+    std::istringstream names(schedules);
+    for (std::string name; std::getline(names, name, ',');)
+      search.schedules.push_back(name);
+  }
+  const int top = vm["top"].as<int>();
+  if (top < 1) throw InvalidArgument("option --top: expected at least 1");
+  const int jobs = vm["jobs"].as<int>();
+  if (jobs < 0 || jobs > 4096) {
+    throw InvalidArgument("option -j/--jobs: expected 0 (all cores) to 4096, got " +
+                          std::to_string(jobs));
+  }
+  const Progress::Mode mode = progress_mode(vm["progress"].as<std::string>(), err);
+
+  const sim::ScheduleRegistry registry = make_schedule_registry();
+  const std::size_t total = analysis::advise_candidates(search, registry).size();
+  if (total == 0) {
+    throw InvalidArgument(fmt::format(
+        "option --global-batch: {} samples split over no dp x b of the --microbatch-sizes "
+        "(dp = N / p for each divisor p of {}); give a global batch they divide",
+        search.global_batch, hw.gpus));
+  }
+  Progress progress(err, mode, "bubblesim advise", "configurations", total, 0,
+                    kProgressDelaySeconds);
+  const std::vector<analysis::AdviseCandidate> ranked = analysis::advise(
+      search, registry, jobs, [&](std::size_t done, std::size_t) { progress.update(done); });
+  progress.update(total, true);
+
+  fmt::print(out,
+             "{} on {} x {} ({:.2f} GB budget per GPU, efficiency {}), global batch {} "
+             "samples, links {} GB/s\n",
+             search.model.name, hw.gpus, hw.gpu.name, gb(hw.memory_budget_bytes),
+             format_number(hw.efficiency), search.global_batch,
+             format_number(hw.link_bandwidth_gbps));
+  std::vector<analysis::AdviseCandidate> best;
+  for (const analysis::AdviseCandidate& c : ranked) {
+    if (c.outcome == analysis::AdviseOutcome::kFits && best.size() < static_cast<std::size_t>(top))
+      best.push_back(c);
+  }
+  if (!best.empty()) {
+    fmt::print(out, "\ntop {} that fit:\n", best.size());
+    write_table(out, best, hw.memory_budget_bytes);
+  }
+  write_why(out, ranked, hw.memory_budget_bytes);
+  if (best.empty()) {
+    const analysis::AdviseCandidate* closest = nullptr;
+    for (const analysis::AdviseCandidate& c : ranked) {
+      if (c.outcome == analysis::AdviseOutcome::kOutOfMemory) {
+        closest = &c;
+        break;
+      }
+    }
+    err << "bubblesim advise: error: no configuration fits in "
+        << fmt::format("{:.2f}", gb(hw.memory_budget_bytes)) << " GB per GPU"
+        << (closest != nullptr ? fmt::format(" (the smallest, {}, needs {:.2f} GB)",
+                                             closest->label(), gb(closest->peak_memory_bytes))
+                               : std::string())
+        << '\n';
+    return 2;
+  }
+  return 0;
+}
+
+}  // namespace bubblesim::cli
