@@ -47,6 +47,7 @@ commands:
   compare     simulate several schedules (-s all or -s NAME,NAME) side by side
   sweep       simulate every configuration of a study (YAML) into an HDF5 table
   import      read PyTorch profiler (Kineto) traces and print per-pass statistics
+  profile     run a command with the CUPTI profiler injected (bubblesim profile -- CMD...)
 
 Run 'bubblesim COMMAND --help' for the options of a command. With no timing options, simulate
 and compare use the zero-bubble paper's 1.5B model at p=8, m=24 (F 18.522, B 18.086, W 9.337,
@@ -563,13 +564,15 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
       status = cmd_sweep(rest, "bubblesim " + shell_words(args), buffer, err);
     } else if (command == "import") {
       status = cmd_import(rest, "bubblesim " + shell_words(args), buffer);
+    } else if (command == "profile") {
+      return cmd_profile(rest, out, err);  // the command's output is not buffered
     } else if (command.empty()) {
       throw Usage{
-          "missing command; valid commands are: schedules, simulate, compare, sweep, import (see "
+          "missing command; valid commands are: schedules, simulate, compare, sweep, import, profile (see "
           "--help)"};
     } else {
       throw Usage{"unknown command '" + command +
-                  "'; valid commands are: schedules, simulate, compare, sweep, import"};
+                  "'; valid commands are: schedules, simulate, compare, sweep, import, profile"};
     }
     out << buffer.str() << std::flush;
     return status;

@@ -30,4 +30,8 @@ RunSummary simulate_generated(const sim::ScheduleGenerator& generator,
 int cmd_sweep(const std::vector<std::string>& args, const std::string& command_line,
               std::ostream& out, std::ostream& err);
 
+// `bubblesim profile` (profile.cpp): runs a command with the CUPTI profiler injected; the
+// command's own output goes straight to this process's stdout/stderr. Returns its status.
+int cmd_profile(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+
 }  // namespace bubblesim::cli
