@@ -347,6 +347,9 @@ class Injection {
   }
 
   void write_file() {
+    // A child forked after the library loaded inherits the records and the atexit handler:
+    // the file is its parent's to write.
+    if (getpid() != header_.pid) return;
     CaptureHeader header;
     {
       const std::lock_guard lock(header_mutex_);
