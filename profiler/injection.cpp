@@ -21,7 +21,7 @@
 //   PP:<stage><F|I|W|B><mb> BUBBLESIM_PROFILE_FLUSH_STEPS  write the file every N steps (ranges
 //   named STEP_PREFIX*) BUBBLESIM_PROFILE_STEP_PREFIX  default "step"
 //   BUBBLESIM_PROFILE_FLUSH_SIGNAL a signal number (e.g. 10 for SIGUSR1): write the file on it
-//   BUBBLESIM_PROFILE_BUFFERS, BUBBLESIM_PROFILE_BUFFER_MB   host buffer pool (16 x 4 MiB)
+//   BUBBLESIM_PROFILE_BUFFERS, BUBBLESIM_PROFILE_BUFFER_MB   host buffer pool (32 x 4 MiB)
 //   BUBBLESIM_PROFILE_DEVICE_BUFFER_MB  CUPTI device buffer (32 MiB)
 //   BUBBLESIM_PROFILE_EXIT_TIMEOUT_S    bound on the flush at exit (10 s)
 #include <cuda.h>
@@ -121,8 +121,6 @@ class Injection {
                    CollectorOptions{
                        env_string("BUBBLESIM_PROFILE_STEP_PREFIX", "step"),
                        static_cast<std::uint64_t>(env_int("BUBBLESIM_PROFILE_FLUSH_STEPS", 0))}),
-        pool_(static_cast<std::size_t>(env_int("BUBBLESIM_PROFILE_BUFFERS", 16)),
-              static_cast<std::size_t>(env_int("BUBBLESIM_PROFILE_BUFFER_MB", 4)) << 20),
         dir_(env_string("BUBBLESIM_PROFILE_DIR", ".")) {
     header_.pid = getpid();
     header_.rank = static_cast<std::int32_t>(env_int("RANK", -1));
@@ -152,6 +150,11 @@ class Injection {
       disable(std::string(what) + ": " + cupti_error(r));
       return false;
     };
+    // The host buffers: allocated (and zeroed) here, once, not in the processes that only
+    // load the library for NVTX.
+    pool_ = std::make_unique<BufferPool>(
+        static_cast<std::size_t>(env_int("BUBBLESIM_PROFILE_BUFFERS", 32)),
+        static_cast<std::size_t>(env_int("BUBBLESIM_PROFILE_BUFFER_MB", 4)) << 20);
     std::size_t device_bytes =
         static_cast<std::size_t>(env_int("BUBBLESIM_PROFILE_DEVICE_BUFFER_MB", 32)) << 20;
     std::size_t one = 1;
@@ -318,8 +321,6 @@ class Injection {
     return &api;
   }
 
-  BufferPool& pool() { return pool_; }
-
  private:
   static std::unique_ptr<traces::RangeLabeller> make_labeller() {
     const char* regex = std::getenv("BUBBLESIM_PROFILE_LABEL_REGEX");
@@ -362,7 +363,7 @@ class Injection {
     if (const auto f = loaded<Version>("ncclGetVersion")) f(&header.nccl_version);
     Capture capture = collector_.snapshot(header.clock_end.cupti_ns);
     capture.header = header;
-    capture.counters.pool_exhausted = pool_.stats().exhausted;
+    if (pool_) capture.counters.pool_exhausted = pool_->stats().exhausted;
     const std::string path = dir_ + "/" + profile_file_name(header);
     try {
       write_chrome_trace_file(capture, path);
@@ -406,7 +407,7 @@ class Injection {
   }
 
   Collector collector_;
-  BufferPool pool_;
+  std::unique_ptr<BufferPool> pool_;
   std::string dir_;
   std::mutex init_mutex_, header_mutex_, flush_mutex_, strings_mutex_;
   CaptureHeader header_;
@@ -424,8 +425,8 @@ class Injection {
   static void CUPTIAPI request_buffer(std::uint8_t** buffer, std::size_t* size,
                                       std::size_t* max_records) {
     Injection& self = instance();
-    *buffer = self.pool_.acquire();
-    *size = *buffer != nullptr ? self.pool_.buffer_bytes() : 0;
+    *buffer = self.pool_->acquire();
+    *size = *buffer != nullptr ? self.pool_->buffer_bytes() : 0;
     *max_records = 0;
   }
 
@@ -437,7 +438,7 @@ class Injection {
     } catch (const std::exception& e) {
       self.disable(std::string("decoding an activity buffer: ") + e.what());
     }
-    self.pool_.release(buffer, valid);
+    self.pool_->release(buffer, valid);
   }
 
   static void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,

@@ -5,12 +5,22 @@
 //                           prints "host continues" (exit 0) when control came back.
 //   cupti_probe nvtx LIB    NVTX ranges from two threads and the NCCL domain (run with
 //                           NVTX_INJECTION64_PATH=LIB), then the library's flush.
+//   cupti_probe steps       (NVTX injected, BUBBLESIM_PROFILE_FLUSH_STEPS=1) a pass range and a
+//                           step range; waits for the file, then _exits (no atexit write).
+//   cupti_probe signal      (NVTX injected, BUBBLESIM_PROFILE_FLUSH_SIGNAL=10) a pass range,
+//                           then raises SIGUSR1; waits for the file, then _exits.
 //   cupti_probe devices     exit 0 when libcuda finds a device, 77 otherwise.
 #include <dlfcn.h>
 #include <nvtx3/nvToolsExt.h>
 
+#include <unistd.h>
+
+#include <chrono>
+#include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <string>
 #include <thread>
 
@@ -68,6 +78,39 @@ int run_nvtx(const char* lib) {
   return 0;
 }
 
+// Waits up to 20 s for a profile file in $BUBBLESIM_PROFILE_DIR; then leaves without atexit.
+int wait_for_file(const char* what) {
+  const char* dir = std::getenv("BUBBLESIM_PROFILE_DIR");
+  if (dir == nullptr) return fail("BUBBLESIM_PROFILE_DIR is not set");
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (std::chrono::steady_clock::now() < until) {
+    for (const auto& e : std::filesystem::directory_iterator(dir)) {
+      if (e.path().extension() == ".json") {
+        std::printf("written %s\n", what);
+        std::fflush(stdout);
+        _exit(0);
+      }
+    }
+    usleep(10000);
+  }
+  return fail(std::string("no file written ") + what);
+}
+
+int run_steps() {
+  nvtxRangePushA("PP:0F0");
+  nvtxRangePop();
+  nvtxRangePushA("step0");
+  nvtxRangePop();
+  return wait_for_file("after a step");
+}
+
+int run_signal() {
+  nvtxRangePushA("PP:0F0");
+  nvtxRangePop();
+  std::raise(SIGUSR1);
+  return wait_for_file("on the signal");
+}
+
 int run_devices() {
   void* cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
   if (cuda == nullptr) return 77;
@@ -88,6 +131,9 @@ int main(int argc, char** argv) {
   if (argc == 3 && std::strcmp(argv[1], "dlopen") == 0) return run_dlopen(argv[2]);
   if (argc == 3 && std::strcmp(argv[1], "nvtx") == 0) return run_nvtx(argv[2]);
   if (argc == 2 && std::strcmp(argv[1], "devices") == 0) return run_devices();
-  std::fprintf(stderr, "usage: bubblesim_cupti_probe dlopen LIB | nvtx LIB | devices\n");
+  if (argc == 2 && std::strcmp(argv[1], "steps") == 0) return run_steps();
+  if (argc == 2 && std::strcmp(argv[1], "signal") == 0) return run_signal();
+  std::fprintf(stderr,
+               "usage: bubblesim_cupti_probe dlopen LIB | nvtx LIB | steps | signal | devices\n");
   return 2;
 }

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <array>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -113,6 +114,39 @@ TEST(ProfilerInjection, NvtxInjectionTracksRangesAcrossThreads) {
     EXPECT_EQ(e["pid"].GetInt64(), d["bubblesim_profiler"]["pid"].GetInt64());
   }
   EXPECT_EQ(d["bubblesim_profiler"]["counters"]["unbalanced_pops"].GetUint64(), 0u);
+  std::filesystem::remove_all(dir);
+}
+
+// The file of a process that _exits after the flush: what the step count or the signal wrote.
+void expect_flushed_one_range(const ChildRun& r, const std::filesystem::path& dir,
+                              const char* said) {
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find(said), std::string::npos) << r.output;
+  std::filesystem::path file;
+  for (const auto& e : std::filesystem::directory_iterator(dir))
+    file = e.path();
+  ASSERT_EQ(file.extension(), ".json") << r.output;
+  rapidjson::Document d;
+  d.Parse(read(file).c_str());
+  ASSERT_FALSE(d.HasParseError());
+  ASSERT_EQ(d["traceEvents"].Size(), 1u);
+  EXPECT_STREQ(d["traceEvents"][0]["name"].GetString(), "PP:0F0");
+}
+
+TEST(ProfilerInjection, FlushEveryNSteps) {
+  const auto dir = temp_dir("bubblesim_injection_steps_test");
+  const ChildRun r = run(env(dir) + "BUBBLESIM_PROFILE_FLUSH_STEPS=1 NVTX_INJECTION64_PATH=" +
+                         BUBBLESIM_CUPTI_LIBRARY + " " + BUBBLESIM_PROBE + " steps");
+  expect_flushed_one_range(r, dir, "written after a step");
+  std::filesystem::remove_all(dir);
+}
+
+TEST(ProfilerInjection, FlushOnTheSignal) {
+  const auto dir = temp_dir("bubblesim_injection_signal_test");
+  const ChildRun r =
+      run(env(dir) + "BUBBLESIM_PROFILE_FLUSH_SIGNAL=" + std::to_string(SIGUSR1) +
+          " NVTX_INJECTION64_PATH=" + BUBBLESIM_CUPTI_LIBRARY + " " + BUBBLESIM_PROBE + " signal");
+  expect_flushed_one_range(r, dir, "written on the signal");
   std::filesystem::remove_all(dir);
 }
 
