@@ -1,8 +1,8 @@
 // bubblesim-workload: F, B (input gradient) and W (weight gradient) of a GPT-style transformer
 // layer stack with cuBLAS GEMMs, one pipeline stage per GPU, NVTX-labelled PP:<stage><F|I|W><mb>
 // (the labels of PyTorch's pipelining runtime that `bubblesim import` reads), with NCCL
-// send/recv of activations and gradients between neighbouring stages when more than one GPU is
-// used. Run it under `bubblesim profile` to get a profile of this GPU for `bubblesim simulate`.
+// send/recv of activations and gradients between neighbouring stages when --gpus is above 1.
+// Run it under `bubblesim profile` to get a profile of this GPU for `bubblesim simulate`.
 //
 // Per layer and microbatch of T = micro-batch x sequence tokens and hidden size H, four GEMMs
 // with the shapes and FLOPs of a GPT layer's matrix products: QKV (T x H x 3H), attention output
@@ -11,11 +11,12 @@
 // as in the zero-bubble split. The operand values are not a trained model's: only the shapes,
 // hence the time, matter. Attention's softmax and the elementwise kernels are not modelled.
 //
-// The schedule per step: every stage runs F of all microbatches, then B and W of each
-// microbatch (GPipe order, W right after B). Stage 0's thread wraps each step in an NVTX range
-// "step<k>", which the profiler counts for BUBBLESIM_PROFILE_FLUSH_STEPS. The mean step time
-// after the warm-up steps is printed: run with and without the profiler to measure its
-// overhead.
+// Stages are processes (forked before CUDA is touched, RANK/LOCAL_RANK/WORLD_SIZE set, the
+// NCCL id passed through pipes), as torchrun ranks are: the profiler labels launches per
+// process. The schedule per step: F of every microbatch, then B and W of each microbatch (GPipe
+// order, W right after B). Each step is an NVTX range "step<k>", which the profiler counts for
+// BUBBLESIM_PROFILE_FLUSH_STEPS. Stage 0 prints each step's time and the mean after the warm-up
+// steps: run with and without the profiler to measure its overhead.
 #include <cublas_v2.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -24,13 +25,15 @@
 #include <nccl.h>
 #endif
 
-#include <barrier>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
-#include <thread>
 #include <vector>
 
 namespace {
@@ -43,7 +46,7 @@ struct Options {
   int microbatches = 8;
   int steps = 5;
   int warmup = 1;
-  int gpus = 0;  // 0: all
+  int gpus = 1;  // stages, one GPU and one process each
 };
 
 [[noreturn]] void fail(const std::string& what) {
@@ -70,7 +73,9 @@ Options parse(int argc, char** argv) {
     if (a == "--help" || a == "-h") {
       std::printf(
           "usage: bubblesim-workload [--layers N] [--hidden H] [--seq S] [--micro-batch B]\n"
-          "                          [--microbatches M] [--steps N] [--warmup N] [--gpus G]\n");
+          "                          [--microbatches M] [--steps N] [--warmup N] [--gpus G]\n"
+          "defaults: 4 layers, hidden 2048, seq 1024, micro-batch 1, 8 microbatches, 5 steps\n"
+          "after 1 warm-up step, 1 GPU (G GPUs: G stages, one process each, NCCL between)\n");
       std::exit(0);
     }
     if (i + 1 >= argc) fail("option " + a + " needs a value");
@@ -99,8 +104,10 @@ Options parse(int argc, char** argv) {
       fail("unknown option " + a);
   }
   if (o.layers < 1 || o.hidden < 1 || o.seq < 1 || o.micro_batch < 1 || o.microbatches < 1 ||
-      o.steps < 1) {
-    fail("--layers, --hidden, --seq, --micro-batch, --microbatches and --steps must be >= 1");
+      o.steps < 1 || o.gpus < 1) {
+    fail(
+        "--layers, --hidden, --seq, --micro-batch, --microbatches, --steps and --gpus must be "
+        ">= 1");
   }
   return o;
 }
@@ -200,84 +207,125 @@ class Stage {
   __half* boundary_ = nullptr;
 };
 
+// One pipeline stage on GPU `s` of `stages`, in its own process (as a torchrun rank would be:
+// the profiler labels launches per process, so stages running at once must be processes).
+// `id_fd`: rank 0 writes the NCCL id to the others' pipes, the others read theirs.
+int run_stage(const Options& o, int s, int stages, const std::vector<int>& write_fds, int read_fd) {
+  int devices = 0;
+  check(cudaGetDeviceCount(&devices), "cudaGetDeviceCount");
+  if (devices < stages) {
+    fail("--gpus " + std::to_string(stages) + " but " + std::to_string(devices) +
+         " CUDA devices are visible");
+  }
+  Stage st(o, s);
+#ifdef BUBBLESIM_HAVE_NCCL
+  ncclComm_t comm = nullptr;
+  if (stages > 1) {
+    ncclUniqueId id;
+    if (s == 0) {
+      check(ncclGetUniqueId(&id), "ncclGetUniqueId");
+      for (int fd : write_fds) {
+        if (write(fd, &id, sizeof id) != static_cast<ssize_t>(sizeof id)) fail("writing the id");
+      }
+    } else if (read(read_fd, &id, sizeof id) != static_cast<ssize_t>(sizeof id)) {
+      fail("reading the NCCL id from stage 0");
+    }
+    check(ncclCommInitRank(&comm, stages, id, s), "ncclCommInitRank");
+  }
+#else
+  (void)write_fds;
+  (void)read_fd;
+#endif
+  std::vector<double> step_ms;
+  const int m = o.microbatches;
+  for (int step = 0; step < o.warmup + o.steps; ++step) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const std::string step_name = "step" + std::to_string(step);
+    nvtxRangePushA(step_name.c_str());
+    for (int mb = 0; mb < m; ++mb) {
+#ifdef BUBBLESIM_HAVE_NCCL
+      if (s > 0) st.recv(s - 1, comm);
+#endif
+      st.pass('F', mb);
+#ifdef BUBBLESIM_HAVE_NCCL
+      if (s < stages - 1) st.send(s + 1, comm);
+#endif
+    }
+    for (int mb = 0; mb < m; ++mb) {
+#ifdef BUBBLESIM_HAVE_NCCL
+      if (s < stages - 1) st.recv(s + 1, comm);
+#endif
+      st.pass('I', mb);
+#ifdef BUBBLESIM_HAVE_NCCL
+      if (s > 0) st.send(s - 1, comm);
+#endif
+      st.pass('W', mb);
+    }
+    st.synchronize();
+    nvtxRangePop();
+    const double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    if (s == 0) {
+      std::printf("step %d: %.3f ms%s\n", step, ms, step < o.warmup ? " (warm-up)" : "");
+      std::fflush(stdout);
+    }
+    if (step >= o.warmup) step_ms.push_back(ms);
+  }
+  if (s == 0) {
+    double total = 0;
+    for (double ms : step_ms)
+      total += ms;
+    std::printf(
+        "stages %d, layers per stage %d, hidden %d, tokens per microbatch %d, microbatches %d: "
+        "mean step time %.3f ms over %zu steps\n",
+        stages, o.layers, o.hidden, o.micro_batch * o.seq, m,
+        total / static_cast<double>(step_ms.size()), step_ms.size());
+  }
+#ifdef BUBBLESIM_HAVE_NCCL
+  if (comm != nullptr) ncclCommDestroy(comm);
+#endif
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   const Options o = parse(argc, argv);
-  int devices = 0;
-  check(cudaGetDeviceCount(&devices), "cudaGetDeviceCount");
-  if (devices < 1) fail("no CUDA device");
-  int stages = o.gpus > 0 ? std::min(o.gpus, devices) : devices;
+  const int stages = o.gpus;
+  if (stages == 1) return run_stage(o, 0, 1, {}, -1);
 #ifndef BUBBLESIM_HAVE_NCCL
-  stages = 1;  // built without NCCL: one stage
+  fail("built without NCCL: one GPU only (--gpus 1)");
 #endif
-  std::vector<Stage*> stage(static_cast<std::size_t>(stages));
-  for (int s = 0; s < stages; ++s)
-    stage[static_cast<std::size_t>(s)] = new Stage(o, s);
-#ifdef BUBBLESIM_HAVE_NCCL
-  std::vector<ncclComm_t> comms(static_cast<std::size_t>(stages));
-  if (stages > 1) check(ncclCommInitAll(comms.data(), stages, nullptr), "ncclCommInitAll");
-#endif
-  std::barrier sync(stages);
-  std::vector<double> step_ms;
-  const int m = o.microbatches;
-  const auto run = [&](int s) {
-    check(cudaSetDevice(s), "cudaSetDevice");
-    Stage& st = *stage[static_cast<std::size_t>(s)];
-    for (int step = 0; step < o.warmup + o.steps; ++step) {
-      sync.arrive_and_wait();
-      const auto t0 = std::chrono::steady_clock::now();
-      const std::string step_name = "step" + std::to_string(step);
-      if (s == 0) nvtxRangePushA(step_name.c_str());
-      for (int mb = 0; mb < m; ++mb) {
-#ifdef BUBBLESIM_HAVE_NCCL
-        if (s > 0) st.recv(s - 1, comms[static_cast<std::size_t>(s)]);
-#endif
-        st.pass('F', mb);
-#ifdef BUBBLESIM_HAVE_NCCL
-        if (s < stages - 1) st.send(s + 1, comms[static_cast<std::size_t>(s)]);
-#endif
-      }
-      for (int mb = 0; mb < m; ++mb) {
-#ifdef BUBBLESIM_HAVE_NCCL
-        if (s < stages - 1) st.recv(s + 1, comms[static_cast<std::size_t>(s)]);
-#endif
-        st.pass('I', mb);
-#ifdef BUBBLESIM_HAVE_NCCL
-        if (s > 0) st.send(s - 1, comms[static_cast<std::size_t>(s)]);
-#endif
-        st.pass('W', mb);
-      }
-      st.synchronize();
-      sync.arrive_and_wait();
-      if (s == 0) {
-        nvtxRangePop();
-        const double ms =
-            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
-                .count();
-        std::printf("step %d: %.3f ms%s\n", step, ms, step < o.warmup ? " (warm-up)" : "");
-        if (step >= o.warmup) step_ms.push_back(ms);
-      }
-    }
-  };
-  std::vector<std::thread> threads;
-  for (int s = 0; s < stages; ++s)
-    threads.emplace_back(run, s);
-  for (std::thread& t : threads)
-    t.join();
-  double total = 0;
-  for (double ms : step_ms)
-    total += ms;
-  std::printf(
-      "stages %d, layers per stage %d, hidden %d, tokens per microbatch %d, "
-      "microbatches %d: mean step time %.3f ms over %zu steps\n",
-      stages, o.layers, o.hidden, o.micro_batch * o.seq, m,
-      total / static_cast<double>(step_ms.size()), step_ms.size());
-#ifdef BUBBLESIM_HAVE_NCCL
-  if (stages > 1) {
-    for (ncclComm_t c : comms)
-      ncclCommDestroy(c);
+  // One process per stage, forked before anything touches CUDA, each with its rank in the
+  // environment (the profiler names its file by RANK).
+  std::vector<int> write_fds, read_fds(static_cast<std::size_t>(stages), -1);
+  for (int s = 1; s < stages; ++s) {
+    int fds[2];
+    if (pipe(fds) != 0) fail("pipe: " + std::string(std::strerror(errno)));
+    read_fds[static_cast<std::size_t>(s)] = fds[0];
+    write_fds.push_back(fds[1]);
   }
-#endif
+  std::vector<pid_t> children;
+  for (int s = 0; s < stages; ++s) {
+    const pid_t pid = fork();
+    if (pid < 0) fail("fork: " + std::string(std::strerror(errno)));
+    if (pid == 0) {
+      const std::string rank = std::to_string(s), world = std::to_string(stages);
+      setenv("RANK", rank.c_str(), 1);
+      setenv("LOCAL_RANK", rank.c_str(), 1);
+      setenv("WORLD_SIZE", world.c_str(), 1);
+      std::exit(run_stage(o, s, stages, s == 0 ? write_fds : std::vector<int>{},
+                          read_fds[static_cast<std::size_t>(s)]));
+    }
+    children.push_back(pid);
+  }
+  int failed = 0;
+  for (pid_t pid : children) {
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) ++failed;
+  }
+  if (failed != 0) fail(std::to_string(failed) + " stage processes failed");
   return 0;
 }

@@ -41,10 +41,10 @@ std::filesystem::path temp_dir(const char* name) {
   return dir;
 }
 
+// The child's environment: no injection inherited from outside, the output folder, a rank. (In
+// the sanitizer build the child inherits ASAN_OPTIONS, leak checking included.)
 std::string env(const std::filesystem::path& dir) {
-  // The probe links no sanitizer-hostile code, but libcupti's own allocations are not ours to
-  // leak-check.
-  return "ASAN_OPTIONS=detect_leaks=0 BUBBLESIM_PROFILE_DIR=" + dir.string() +
+  return "BUBBLESIM_PROFILE_DIR=" + dir.string() +
          " RANK=5 CUDA_INJECTION64_PATH= NVTX_INJECTION64_PATH= ";
 }
 
