@@ -159,13 +159,17 @@ class Injection {
         static_cast<std::size_t>(env_int("BUBBLESIM_PROFILE_DEVICE_BUFFER_MB", 32)) << 20;
     std::size_t one = 1;
     std::size_t size = sizeof(std::size_t);
-    if (!check(
-            cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_SIZE, &size, &device_bytes),
-            "cuptiActivitySetAttribute(DEVICE_BUFFER_SIZE)") ||
-        !check(
-            cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER, &size, &one),
-            "cuptiActivitySetAttribute(ZEROED_OUT_ACTIVITY_BUFFER)") ||
-        !check(cuptiActivityRegisterCallbacks(&request_buffer, &complete_buffer),
+    // Tuning only: a failure is logged and collection goes on with CUPTI's defaults.
+    const auto tune = [&](CUpti_ActivityAttribute attribute, std::size_t* value, const char* name) {
+      const CUptiResult r = cuptiActivitySetAttribute(attribute, &size, value);
+      if (r != CUPTI_SUCCESS) {
+        log_line(std::string("cuptiActivitySetAttribute(") + name + "): " + cupti_error(r) +
+                 "; continuing with CUPTI's default");
+      }
+    };
+    tune(CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_SIZE, &device_bytes, "DEVICE_BUFFER_SIZE");
+    tune(CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER, &one, "ZEROED_OUT_ACTIVITY_BUFFER");
+    if (!check(cuptiActivityRegisterCallbacks(&request_buffer, &complete_buffer),
                "cuptiActivityRegisterCallbacks")) {
       return 1;
     }

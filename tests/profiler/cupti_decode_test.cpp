@@ -5,7 +5,11 @@
 #include <cupti.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
+#include <optional>
+#include <string>
+#include <utility>
 #include <vector>
 
 namespace bubblesim::profiler {
@@ -15,9 +19,8 @@ class Buffer {
  public:
   template <class Record>
   void add(const Record& r) {
-    const std::size_t at = bytes_.size();
-    bytes_.resize(at + sizeof r);
-    std::memcpy(bytes_.data() + at, &r, sizeof r);
+    const auto* p = reinterpret_cast<const std::uint8_t*>(&r);
+    bytes_.insert(bytes_.end(), p, p + sizeof r);
   }
   std::uint8_t* data() {
     storage_.assign((bytes_.size() + 7) / 8 + 1, 0);
@@ -155,6 +158,45 @@ TEST(ProfilerCuptiDecode, TruncatedAndEmptyBuffers) {
   const DecodedRecords empty = decode_activity_buffer(b.data(), 0);
   EXPECT_TRUE(empty.kernels.empty());
   EXPECT_EQ(empty.counters.incomplete_buffers, 0u);
+}
+
+}  // namespace
+}  // namespace bubblesim::profiler
+
+namespace bubblesim::profiler {
+namespace {
+
+// The injection enables callbacks by name (cuptiGetCallbackName works without a GPU): the
+// launch functions of CUDA 13's runtime and driver tables must be among them, and no others.
+TEST(ProfilerCuptiCallbacks, LaunchFunctionsFoundByName) {
+  std::vector<std::string> kernel, graph;
+  std::size_t memops = 0;
+  for (const auto& [domain, count] :
+       {std::pair{CUPTI_CB_DOMAIN_RUNTIME_API, std::uint32_t{CUPTI_RUNTIME_TRACE_CBID_SIZE}},
+        std::pair{CUPTI_CB_DOMAIN_DRIVER_API, std::uint32_t{CUPTI_DRIVER_TRACE_CBID_SIZE}}}) {
+    for (std::uint32_t cbid = 1; cbid < count; ++cbid) {
+      const char* name = nullptr;
+      if (cuptiGetCallbackName(domain, cbid, &name) != CUPTI_SUCCESS || name == nullptr) continue;
+      const std::optional<LaunchApi> api = launch_api_of(name);
+      if (api == LaunchApi::Kernel) kernel.emplace_back(name);
+      if (api == LaunchApi::Graph) graph.emplace_back(name);
+      if (api == LaunchApi::Memcpy || api == LaunchApi::Memset) ++memops;
+    }
+  }
+  const auto has = [](const std::vector<std::string>& v, const char* name) {
+    return std::find(v.begin(), v.end(), name) != v.end();
+  };
+  for (const char* name :
+       {"cudaLaunchKernel_v7000", "cudaLaunchKernel_ptsz_v7000", "__cudaLaunchKernel_v13000",
+        "cudaLaunchKernelExC_v11060", "cudaLaunchCooperativeKernel_v9000", "cuLaunchKernel",
+        "cuLaunchKernelEx", "cuLaunchCooperativeKernel"}) {
+    EXPECT_TRUE(has(kernel, name)) << name;
+  }
+  EXPECT_TRUE(has(graph, "cudaGraphLaunch_v10000"));
+  EXPECT_TRUE(has(graph, "cuGraphLaunch"));
+  for (const std::string& name : kernel)  // nothing but launches
+    EXPECT_NE(name.find("Launch"), std::string::npos) << name;
+  EXPECT_GT(memops, 20u);
 }
 
 }  // namespace
