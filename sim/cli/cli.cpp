@@ -568,7 +568,8 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
       return cmd_profile(rest, out, err);  // the command's output is not buffered
     } else if (command.empty()) {
       throw Usage{
-          "missing command; valid commands are: schedules, simulate, compare, sweep, import, profile (see "
+          "missing command; valid commands are: schedules, simulate, compare, sweep, import, "
+          "profile (see "
           "--help)"};
     } else {
       throw Usage{"unknown command '" + command +
