@@ -49,6 +49,7 @@ commands:
   report      tables of a results file's runs and sweep; --html/--svg pictures
   advise      search schedules, p, m, v and microbatch size for a model on N GPUs
   import      read PyTorch profiler (Kineto) traces and print per-pass statistics
+  profile     run a command with the CUPTI profiler injected (bubblesim profile -- CMD...)
 
 Run 'bubblesim COMMAND --help' for the options of a command. With no timing options, simulate
 and compare use the zero-bubble paper's 1.5B model at p=8, m=24 (F 18.522, B 18.086, W 9.337,
@@ -569,15 +570,16 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
       status = cmd_advise(rest, buffer, err);
     } else if (command == "import") {
       status = cmd_import(rest, "bubblesim " + shell_words(args), buffer);
+    } else if (command == "profile") {
+      return cmd_profile(rest, out, err);  // the command's output is not buffered
     } else if (command.empty()) {
       throw Usage{
           "missing command; valid commands are: schedules, simulate, compare, sweep, report, "
-          "advise, "
-          "import (see --help)"};
+          "advise, import, profile (see --help)"};
     } else {
       throw Usage{"unknown command '" + command +
                   "'; valid commands are: schedules, simulate, compare, sweep, report, advise, "
-                  "import"};
+                  "import, profile"};
     }
     out << buffer.str() << std::flush;
     return status;
