@@ -5,6 +5,7 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -46,15 +47,17 @@ class InflatingStream {
     }
     return c;
   }
-  // RapidJSON's SkipWhitespace, without reloading the position for every character.
+  // RapidJSON's SkipWhitespace, without reloading the position for every character. The
+  // reader calls it around every token, mostly where there is none: that case is one table
+  // look-up.
   void skip_whitespace() {
+    if (!is_space(*current_)) return;
     for (;;) {
       char* p = current_;
-      while (p < last_ && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t'))
+      while (p < last_ && is_space(*p))
         ++p;
       current_ = p;
-      const char c = *p;
-      if (p < last_ || eof_ || (c != ' ' && c != '\n' && c != '\r' && c != '\t')) return;
+      if (p < last_ || eof_ || !is_space(*p)) return;
       fill();  // the last character of the buffer was whitespace too
     }
   }
@@ -77,6 +80,16 @@ class InflatingStream {
 
  private:
   static constexpr unsigned kBufferBytes = 1u << 18;
+
+  static bool is_space(char c) {
+    static constexpr auto kSpace = [] {
+      std::array<bool, 256> table{};
+      for (const unsigned char w : {' ', '\n', '\r', '\t'})
+        table[w] = true;
+      return table;
+    }();
+    return kSpace[static_cast<unsigned char>(c)];
+  }
 
   void fill() {
     consumed_ += read_;
@@ -227,14 +240,23 @@ enum class Category : std::uint8_t {
 };
 
 // Kineto's categories; older PyTorch profilers (1.8) wrote Kernel, Memcpy, Memset, Runtime.
+// s == literal, as a length check and a fixed-size comparison that the compiler expands
+// inline: string_view's operator== calls compare() out of line, and the handler compares
+// every key of every event (12% of an import before).
+template <std::size_t N>
+bool is(std::string_view s, const char (&literal)[N]) {
+  return s.size() == N - 1 && __builtin_memcmp(s.data(), literal, N - 1) == 0;
+}
+
 Category category_of(std::string_view cat) {
-  if (cat == "kernel" || cat == "Kernel") return Category::Kernel;
-  if (cat == "gpu_memcpy" || cat == "Memcpy") return Category::Memcpy;
-  if (cat == "gpu_memset" || cat == "Memset") return Category::Memset;
-  if (cat == "cuda_runtime" || cat == "cuda_driver" || cat == "Runtime") return Category::Runtime;
-  if (cat == "user_annotation") return Category::Annotation;
-  if (cat == "gpu_user_annotation") return Category::GpuAnnotation;
-  if (cat == "bubblesim_op") return Category::BubblesimOp;
+  if (is(cat, "kernel") || is(cat, "Kernel")) return Category::Kernel;
+  if (is(cat, "gpu_memcpy") || is(cat, "Memcpy")) return Category::Memcpy;
+  if (is(cat, "gpu_memset") || is(cat, "Memset")) return Category::Memset;
+  if (is(cat, "cuda_runtime") || is(cat, "cuda_driver") || is(cat, "Runtime"))
+    return Category::Runtime;
+  if (is(cat, "user_annotation")) return Category::Annotation;
+  if (is(cat, "gpu_user_annotation")) return Category::GpuAnnotation;
+  if (is(cat, "bubblesim_op")) return Category::BubblesimOp;
   return Category::Other;
 }
 
@@ -358,34 +380,36 @@ class Handler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Handler> 
     const std::string_view key(str, length);
     pending_ = Field::None;
     if (level_ == 1 && !top_is_array_) {
-      top_key_ = key == "traceEvents"        ? TopKey::Events
-                 : key == "deviceProperties" ? TopKey::Devices
-                                             : TopKey::Other;
+      top_key_ = is(key, "traceEvents")        ? TopKey::Events
+                 : is(key, "deviceProperties") ? TopKey::Devices
+                                               : TopKey::Other;
       expecting_events_ = top_key_ == TopKey::Events;
       if (expecting_events_ && events_level_ != 0) return fail("\"traceEvents\" appears twice");
     } else if (in_events_ && level_ == events_level_ + 1) {
-      pending_ = key == "ph"     ? Field::Ph
-                 : key == "cat"  ? Field::Cat
-                 : key == "name" ? Field::Name
-                 : key == "pid"  ? Field::Pid
-                 : key == "ts"   ? Field::Ts
-                 : key == "dur"  ? Field::Dur
-                 : key == "args" ? Field::Args
-                                 : Field::None;
+      pending_ = is(key, "ph")     ? Field::Ph
+                 : is(key, "cat")  ? Field::Cat
+                 : is(key, "name") ? Field::Name
+                 : is(key, "pid")  ? Field::Pid
+                 : is(key, "ts")   ? Field::Ts
+                 : is(key, "dur")  ? Field::Dur
+                 : is(key, "args") ? Field::Args
+                                   : Field::None;
     } else if (in_args_ && level_ == events_level_ + 2) {
-      pending_ = key == "correlation"       ? Field::Correlation
-                 : key == "device"          ? Field::Device
-                 : key == "Collective name" ? Field::CollectiveName
-                 : key == "In msg nelems"   ? Field::InNelems
-                 : key == "Out msg nelems"  ? Field::OutNelems
-                 : key == "dtype"           ? Field::Dtype
-                 : key == "stage"           ? Field::Stage
-                 : key == "chunk"           ? Field::Chunk
-                 : key == "microbatch"      ? Field::Microbatch
-                 : key == "pass"            ? Field::Pass
-                                            : Field::None;
+      pending_ = is(key, "correlation")       ? Field::Correlation
+                 : is(key, "device")          ? Field::Device
+                 : is(key, "Collective name") ? Field::CollectiveName
+                 : is(key, "In msg nelems")   ? Field::InNelems
+                 : is(key, "Out msg nelems")  ? Field::OutNelems
+                 : is(key, "dtype")           ? Field::Dtype
+                 : is(key, "stage")           ? Field::Stage
+                 : is(key, "chunk")           ? Field::Chunk
+                 : is(key, "microbatch")      ? Field::Microbatch
+                 : is(key, "pass")            ? Field::Pass
+                                              : Field::None;
     } else if (in_devices_ && level_ == 3) {
-      pending_ = key == "id" ? Field::DeviceId : key == "name" ? Field::DeviceName : Field::None;
+      pending_ = is(key, "id")     ? Field::DeviceId
+                 : is(key, "name") ? Field::DeviceName
+                                   : Field::None;
     }
     return true;
   }
@@ -395,7 +419,7 @@ class Handler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Handler> 
     const std::string_view s(str, length);
     switch (std::exchange(pending_, Field::None)) {
       case Field::Ph:
-        event_.complete = s == "X";
+        event_.complete = is(s, "X");
         break;
       case Field::Cat:
         event_.category = category_of(s);
