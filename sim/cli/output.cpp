@@ -263,7 +263,8 @@ Distribution distribution(std::vector<double> values) {
 }
 
 std::string describe_inputs(const RunInputs& in) {
-  const auto& c = in.device_costs;
+  // With a cluster of one replica, each device's own durations (scaled to its GPU and speed).
+  const auto& c = in.replicated && in.dp == 1 ? in.replica_costs : in.device_costs;
   const std::string memory = in.static_memory_bytes.empty()
                                  ? fmt::format("M_B {} M_W {}", c.front().m_b, c.front().m_w)
                                  : fmt::format("M_B {:.3f} M_W {:.3f} GB (device 0)",
