@@ -374,7 +374,9 @@ int cmd_simulate(const std::vector<std::string>& args, const std::string& comman
              "usage: bubblesim simulate (-s NAME | --schedule-file FILE.csv) [-p P] [-m M] "
              "[--f MS] [--b MS] [--w MS] [--comm MS] [--mem-limit M | --mem-limit-sweep "
              "FROM:TO:STEP] [--exact [--time-limit S]] [--write-schedule FILE.csv] "
-             "[--trace-json FILE.json] [--profile PROFILE.h5 [--samples N [--seed S]]] [--json] "
+             "[--trace-json FILE.json] [--profile PROFILE.h5 [--samples N [--seed S]]] "
+             "[--cluster FILE.yaml [--dp N] [--allreduce ring|tree]] [--optimizer-sync "
+             "none|allreduce|post-validation] [--json] "
              "[--out FILE.h5 [--run-name NAME] [--overwrite]]\n\n"
              "Simulates one schedule and prints its iteration time, bubble rate and peak "
              "activation memory, per device.")) {
@@ -486,7 +488,8 @@ int cmd_compare(const std::vector<std::string>& args, const std::string& command
   po::variables_map vm;
   if (!parse(args, desc, vm, out,
              "usage: bubblesim compare [-s all|NAME,NAME] [-p P] [-m M] [--f MS] [--b MS] "
-             "[--w MS] [--comm MS] [--json] [--out FILE.h5 [--run-name PREFIX] [--overwrite]]\n\n"
+             "[--w MS] [--comm MS] [--cluster FILE.yaml [--dp N]] [--json] [--out FILE.h5 "
+             "[--run-name PREFIX] [--overwrite]]\n\n"
              "Simulates several schedules on the same inputs "
              "and prints them side by side.")) {
     return 0;

@@ -345,7 +345,8 @@ void add_run_options(po::options_description& desc) {
      "times from its FLOPs on --gpu, and M_B, M_W and static memory in bytes; --f/--b/--w and "
      "--m-b/--m-w given explicitly (measured) override it")
     ("gpu", po::value<std::string>()->default_value("A100-80GB"),
-     "GPU type for --model: A100-40GB, A100-80GB, H100-SXM, H200, L40S")
+     "GPU type for --model: A100-40GB, A100-80GB, H100-SXM, H200, L40S; with --cluster, the GPU "
+     "the given times are for (other GPUs run them scaled by the ratio of dense peaks)")
     ("efficiency", po::value<double>()->default_value(models::kDefaultEfficiency, "0.45"),
      "fraction of the GPU's dense BF16 peak that --model's passes reach, in (0, 1]")
     ("profile", po::value<std::string>(),
