@@ -118,6 +118,7 @@ IterationTime finish_iteration(const sim::Schedule& schedule, const sim::Timelin
       out.optimizer_ns = *std::max_element(in.optimizer_ns.begin(), in.optimizer_ns.end());
       for (int d = 0; d < devices; ++d) {
         const auto i = static_cast<std::size_t>(d);
+        if (schedule.device_ops[i].empty()) continue;
         out.iteration_ns = std::max(out.iteration_ns, end[i] + in.optimizer_ns[i] - start[i]);
       }
       break;

@@ -250,6 +250,9 @@ class NetworkRun {
         if (s < share) share = s, bottleneck = l;
       }
       BUBBLESIM_CHECK(std::isfinite(share), "an active transfer crosses no finite link");
+      // Rounding can leave a link a hair below zero once its flows are fixed; a share must
+      // stay positive for the flow to end.
+      share = std::max(share, 1e-12);
       std::vector<std::size_t> rest;
       for (const std::size_t id : unfixed) {
         const std::vector<int>& route = net_.route(flows_[id].src, flows_[id].dst);
