@@ -25,7 +25,9 @@ Where results_at(const std::string& path) {
 }
 
 constexpr const char* kMemoryUnit = "activation units (the unit of m_b and m_w)";
-constexpr const char* kBytesNote = "0 until a cost model gives message sizes (none does yet)";
+constexpr const char* kBytesNote =
+    "bytes the network carried with --cluster (activation size from --model or --comm-bytes); "
+    "0 without a cluster";
 
 Handle ops_type() {
   const Handle kind = kind_type();

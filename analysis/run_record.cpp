@@ -1,5 +1,7 @@
 #include "analysis/run_record.h"
 
+#include <cmath>
+
 namespace bubblesim::analysis {
 
 RunRecord make_run_record(RunRecord header, const sim::Schedule& schedule,
@@ -30,7 +32,8 @@ RunRecord make_run_record(RunRecord header, const sim::Schedule& schedule,
 
   run.transfers.reserve(transfers.size());
   for (const sim::TransferEvent& t : transfers)
-    run.transfers.push_back({t.src_device, t.dst_device, 0, t.start_ns, t.end_ns});
+    run.transfers.push_back(
+        {t.src_device, t.dst_device, std::llround(t.bytes), t.start_ns, t.end_ns});
 
   run.devices.reserve(m.devices.size());
   for (const sim::DeviceMetrics& d : m.devices) {

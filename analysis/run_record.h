@@ -58,7 +58,7 @@ struct OpRecord {
 struct TransferRecord {
   std::int32_t src_device = 0;
   std::int32_t dst_device = 0;
-  // Size of the message. Always 0 for now: no cost model gives sizes yet.
+  // Size of the message: with --cluster the bytes the network carried, else 0.
   std::int64_t bytes = 0;
   sim::TimeNs start_ns = 0;  // the producer's end
   sim::TimeNs end_ns = 0;    // arrival on dst_device
@@ -92,10 +92,11 @@ struct RunRecord {
   std::string command_line;       // that simulated it
   RunParameters parameters;
   RunSummaryMetrics summary;
-  std::vector<OpRecord> ops;              // device by device, each in schedule order
-  std::vector<TransferRecord> transfers;  // in the order they start (the engine's order)
-  std::vector<MemoryRecord> memory;       // device by device, each in time order
-  std::vector<DeviceRecord> devices;      // one per device, by device
+  std::vector<OpRecord> ops;  // device by device, each in schedule order
+  // In the engine's order: as they start, or with a network (--cluster) as they arrive.
+  std::vector<TransferRecord> transfers;
+  std::vector<MemoryRecord> memory;   // device by device, each in time order
+  std::vector<DeviceRecord> devices;  // one per device, by device
 
   friend bool operator==(const RunRecord&, const RunRecord&) = default;
 };

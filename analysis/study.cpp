@@ -22,11 +22,28 @@ struct KeySpec {
 
 // Canonical order; also the order of StudyConfiguration::settings.
 constexpr KeySpec kKeys[] = {
-    {"schedule", Kind::kName}, {"pp", Kind::kCount},        {"microbatches", Kind::kCount},
-    {"chunks", Kind::kCount},  {"f", Kind::kTimes},         {"b", Kind::kTimes},
-    {"w", Kind::kTimes},       {"comm", Kind::kTimes},      {"m-b", Kind::kNumber},
-    {"m-w", Kind::kNumber},    {"mem-limit", Kind::kLimit}, {"overlap-efficiency", Kind::kNumber},
-    {"model", Kind::kPath},    {"gpu", Kind::kName},        {"efficiency", Kind::kNumber},
+    {"schedule", Kind::kName},
+    {"pp", Kind::kCount},
+    {"microbatches", Kind::kCount},
+    {"chunks", Kind::kCount},
+    {"f", Kind::kTimes},
+    {"b", Kind::kTimes},
+    {"w", Kind::kTimes},
+    {"comm", Kind::kTimes},
+    {"m-b", Kind::kNumber},
+    {"m-w", Kind::kNumber},
+    {"mem-limit", Kind::kLimit},
+    {"overlap-efficiency", Kind::kNumber},
+    {"model", Kind::kPath},
+    {"gpu", Kind::kName},
+    {"efficiency", Kind::kNumber},
+    {"cluster", Kind::kPath},
+    {"dp", Kind::kCount},
+    {"allreduce", Kind::kName},
+    {"optimizer-sync", Kind::kName},
+    {"optimizer-ms", Kind::kNumber},
+    {"comm-bytes", Kind::kNumber},
+    {"grad-bytes", Kind::kNumber},
 };
 
 struct Reader {

@@ -4,7 +4,8 @@
 //
 // Settings are named after the command-line options of `bubblesim simulate` (schedule, pp,
 // microbatches, chunks, f, b, w, comm, m-b, m-w, mem-limit, overlap-efficiency, model, gpu,
-// efficiency), with the short forms p, m, v and '_' for '-' accepted. Values are checked for
+// efficiency, cluster, dp, allreduce, optimizer-sync, optimizer-ms, comm-bytes, grad-bytes),
+// with the short forms p, m, v and '_' for '-' accepted. Values are checked for
 // their type here (with the line); whether they suit the schedule is found by simulating.
 #pragma once
 

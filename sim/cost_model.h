@@ -30,6 +30,14 @@ class CostModel {
   // (src_device != dst_device), in ns, >= 0. A transfer does not occupy either compute stream.
   virtual TimeNs transfer_ns(int src_device, int dst_device) const = 0;
 
+  // Bytes of the output of `producer` that `src_device` sends to `dst_device`: what a transfer
+  // carries over a sim::Network (engine.h). Only runs with a network ask; this default is 0
+  // (then a transfer takes its route's latency alone).
+  virtual double transfer_bytes(const Op& /*producer*/, int /*src_device*/,
+                                int /*dst_device*/) const {
+    return 0;
+  }
+
   // Change of activation memory on `device` when `op` runs, in the unit of the model's inputs
   // (zero-bubble paper: F +M_B, B +(M_W - M_B), W -M_W, BW -M_B).
   virtual double activation_delta(const Op& op, int device) const = 0;
@@ -50,6 +58,7 @@ struct DeviceCosts {
   double m_b = 1.0;               // activation memory F allocates (M_B)
   double m_w = 0.5;               // memory B keeps for W (M_W)
   double overlap_efficiency = 0;  // e of overlapped_pair_ns for this device's F&B pairs, 0..1
+  double comm_bytes = 0;          // bytes of one hop sent by this device, when a network times it
 };
 
 // Costs given per device: a list with one DeviceCosts per device, or one value for all.
@@ -73,6 +82,9 @@ class PerDeviceCostModel final : public CostModel {
   }
   TimeNs transfer_ns(int src_device, int /*dst_device*/) const override {
     return devices_[checked(src_device)].comm_ns;
+  }
+  double transfer_bytes(const Op& /*producer*/, int src_device, int /*dst_device*/) const override {
+    return devices_[checked(src_device)].comm_bytes;
   }
   double activation_delta(const Op& op, int device) const override {
     return deltas_[checked(device) * kNumOpKinds + static_cast<std::size_t>(op.kind)];

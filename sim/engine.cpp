@@ -308,6 +308,7 @@ class Run {
 
 Timeline Engine::run() {
   schedule_.validate();
+  if (network_ != nullptr) return run_with_network(schedule_, costs_, *network_, observers_);
   const bool plain =
       schedule_.routes.empty() &&
       std::all_of(schedule_.overlapped_pairs.begin(), schedule_.overlapped_pairs.end(),

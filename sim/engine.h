@@ -3,7 +3,10 @@
 // What is modelled: every device runs its ops in schedule order on one compute stream. An op
 // starts when the device is free and its data input (DESIGN.md §3) has arrived; an input made
 // on another device arrives CostModel::transfer_ns after its producer ends, and the transfer
-// occupies neither compute stream (no link contention yet). An overlapped pair
+// occupies neither compute stream. With a sim::Network (set_network), a transfer instead
+// carries CostModel::transfer_bytes over the network's route between the two devices and
+// shares its links with the other transfers in flight (network.h); that run is a separate,
+// plain event loop, so runs without a network are exactly what they were. An overlapped pair
 // (Schedule::overlapped_pairs) is one compute slot: it starts when the device is free and both
 // inputs have arrived, lasts CostModel::overlapped_ns, and both ops end with it. Times are
 // integer nanoseconds, so a run is exact and deterministic.
@@ -19,6 +22,7 @@
 #include <vector>
 
 #include "sim/cost_model.h"
+#include "sim/network.h"
 #include "sim/schedule.h"
 
 namespace bubblesim::sim {
@@ -26,6 +30,7 @@ namespace bubblesim::sim {
 struct OpTiming {
   TimeNs start_ns = 0;
   TimeNs end_ns = 0;
+  friend bool operator==(const OpTiming&, const OpTiming&) = default;
 };
 
 // When each op ran: device_ops[d][i] is the timing of schedule.device_ops[d][i]. Both ops of an
@@ -49,10 +54,13 @@ struct TransferEvent {
   int dst_device = 0;
   TimeNs start_ns = 0;
   TimeNs end_ns = 0;
+  double bytes = 0;  // CostModel::transfer_bytes; reported only with a network (else 0)
 };
 
 // Receives events as the simulation runs, in nondecreasing order of the time they happen
-// (on_op_start at the op's start, on_op_end at its end, on_transfer at the transfer's start).
+// (on_op_start at the op's start, on_op_end at its end, on_transfer at the transfer's start;
+// with a network, whose transfers' ends are known only when they arrive, on_transfer comes at
+// the transfer's end instead).
 class EngineObserver {
  public:
   virtual ~EngineObserver() = default;
@@ -80,6 +88,11 @@ class Engine {
 
   void add_observer(EngineObserver& observer) { observers_.push_back(&observer); }
 
+  // Times transfers over `network` (borrowed, must outlive the engine) instead of
+  // CostModel::transfer_ns. Precondition (checked at run): it has a route for every pair of
+  // devices that exchange data, and at least the schedule's devices.
+  void set_network(const Network& network) { network_ = &network; }
+
   // Validates the schedule (Schedule::validate) and runs it to the end. A schedule that
   // deadlocks throws DeadlockError naming the ops on a dependency cycle.
   Timeline run();
@@ -88,6 +101,11 @@ class Engine {
   const Schedule& schedule_;
   const CostModel& costs_;
   std::vector<EngineObserver*> observers_;
+  const Network* network_ = nullptr;
 };
+
+// The run of Engine::run with a network (network_engine.cpp).
+Timeline run_with_network(const Schedule& schedule, const CostModel& costs, const Network& network,
+                          const std::vector<EngineObserver*>& observers);
 
 }  // namespace bubblesim::sim

@@ -3,8 +3,9 @@
 namespace bubblesim::sim {
 
 SimulationResult simulate(const Schedule& schedule, const CostModel& costs,
-                          std::span<EngineObserver* const> observers) {
+                          std::span<EngineObserver* const> observers, const Network* network) {
   Engine engine(schedule, costs);
+  if (network != nullptr) engine.set_network(*network);
   for (EngineObserver* observer : observers)
     engine.add_observer(*observer);
   SimulationResult result;

@@ -14,8 +14,10 @@ struct SimulationResult {
 };
 
 // Validates and runs `schedule` with `costs` (see Engine::run for the errors it throws),
-// reporting every event to `observers` (borrowed for the call; none by default).
+// reporting every event to `observers` (borrowed for the call; none by default), with transfers
+// over `network` when one is given (Engine::set_network).
 SimulationResult simulate(const Schedule& schedule, const CostModel& costs,
-                          std::span<EngineObserver* const> observers = {});
+                          std::span<EngineObserver* const> observers = {},
+                          const Network* network = nullptr);
 
 }  // namespace bubblesim::sim

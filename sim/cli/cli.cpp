@@ -19,6 +19,7 @@
 #include "sim/cli/output.h"
 #include "sim/cost_model.h"
 #include "sim/exact/zb_ilp.h"
+#include "sim/replicas.h"
 #include "sim/schedules/dual_pipe.h"
 #include "sim/schedules/handcrafted.h"
 #include "sim/schedules/interleaved.h"
@@ -150,6 +151,69 @@ analysis::RunRecord record_header(const Recording& recording, const std::string&
   return run;
 }
 
+// run_schedule with --cluster, --dp or --optimizer-sync (RunInputs::replicated): the schedule
+// (generated per replica with the replica's own costs) runs as dp replicas over the network,
+// and the iteration is finished with the gradient all-reduce and the optimizer step.
+// `schedule` becomes the replicas combined.
+RunSummary run_replicated(std::string name, sim::Schedule& schedule,
+                          const sim::ScheduleGenerator* generator, sim::ScheduleParams params,
+                          const RunInputs& in, std::optional<double> exact_time_limit_s,
+                          const Recording* recording) {
+  if (exact_time_limit_s) {
+    throw InvalidArgument(
+        "option --exact: cannot be combined with --cluster, --dp or --optimizer-sync");
+  }
+  const auto p = static_cast<std::size_t>(in.params.pp);
+  std::vector<sim::Schedule> replicas;
+  for (int r = 0; r < in.dp; ++r) {
+    if (generator == nullptr) {
+      replicas.push_back(schedule);
+      continue;
+    }
+    const auto first = in.replica_costs.begin() + static_cast<std::ptrdiff_t>(r * p);
+    const sim::PerDeviceCostModel replica_costs(
+        std::vector<sim::DeviceCosts>(first, first + static_cast<std::ptrdiff_t>(p)),
+        params.chunks);
+    params.costs = &replica_costs;
+    replicas.push_back(generator->generate(params));
+    params.costs = nullptr;
+  }
+  const sim::Schedule one = replicas.front();
+  schedule = sim::combine_replicas(replicas);
+  const sim::PerDeviceCostModel costs(in.replica_costs, params.chunks);
+  sim::TransferLog transfers;
+  std::vector<sim::EngineObserver*> observers;
+  if (recording != nullptr) observers.push_back(&transfers);
+  const sim::SimulationResult result =
+      sim::simulate(schedule, costs, observers, in.network ? &*in.network : nullptr);
+  models::IterationInputs iteration = in.iteration;
+  iteration.network = in.network ? &*in.network : nullptr;
+  RunSummary run{name,
+                 params,
+                 result.metrics,
+                 static_cast<double>(one.num_stages()) / one.route_stages(),
+                 std::nullopt,
+                 in.static_memory_bytes,
+                 in.samples_per_microbatch,
+                 std::nullopt,
+                 in.profile,
+                 std::nullopt};
+  run.iteration = models::finish_iteration(schedule, result.timeline, iteration);
+  run.dp = in.dp;
+  run.allreduce = in.allreduce_name;
+  run.optimizer_sync = in.optimizer_sync_name;
+  run.physical_device = in.physical_device;
+  run.device_gpus = in.device_gpus;
+  run.capacity_bytes = in.capacity_bytes;
+  run.flops_per_iteration = in.flops_per_microbatch * in.params.microbatches * in.dp;
+  run.peak_flops_total = in.peak_flops_total;
+  if (recording != nullptr) {
+    run.record = analysis::make_run_record(record_header(*recording, name, params, in), schedule,
+                                           costs, result, transfers.transfers());
+  }
+  return run;
+}
+
 // Simulates `schedule` with the inputs' costs. With a generator, first builds `schedule`
 // from it with those same costs (the schedules built from costs use them), and with
 // `exact_time_limit_s` improves it with the exact mode. With `recording`, also keeps the
@@ -158,6 +222,10 @@ RunSummary run_schedule(std::string name, sim::Schedule& schedule,
                         const sim::ScheduleGenerator* generator, sim::ScheduleParams params,
                         const RunInputs& in, std::optional<double> exact_time_limit_s = {},
                         const Recording* recording = nullptr) {
+  if (in.replicated) {
+    return run_replicated(std::move(name), schedule, generator, params, in, exact_time_limit_s,
+                          recording);
+  }
   const sim::PerDeviceCostModel costs(in.device_costs, params.chunks);
   std::optional<ExactSummary> exact;
   if (generator != nullptr) {
@@ -309,7 +377,9 @@ int cmd_simulate(const std::vector<std::string>& args, const std::string& comman
              "usage: bubblesim simulate (-s NAME | --schedule-file FILE.csv) [-p P] [-m M] "
              "[--f MS] [--b MS] [--w MS] [--comm MS] [--mem-limit M | --mem-limit-sweep "
              "FROM:TO:STEP] [--exact [--time-limit S]] [--write-schedule FILE.csv] "
-             "[--trace-json FILE.json] [--profile PROFILE.h5 [--samples N [--seed S]]] [--json] "
+             "[--trace-json FILE.json] [--profile PROFILE.h5 [--samples N [--seed S]]] "
+             "[--cluster FILE.yaml [--dp N] [--allreduce ring|tree]] [--optimizer-sync "
+             "none|allreduce|post-validation] [--json] "
              "[--out FILE.h5 [--run-name NAME] [--overwrite]]\n\n"
              "Simulates one schedule and prints its iteration time, bubble rate and peak "
              "activation memory, per device.")) {
@@ -378,6 +448,11 @@ int cmd_simulate(const std::vector<std::string>& args, const std::string& comman
                        exact ? std::optional<double>(time_limit_s) : std::nullopt,
                        record(std::string(generator.name())));
   }
+  if (in.replicated && (samples > 0 || (in.dp > 1 && vm.count("write-schedule") != 0))) {
+    throw InvalidArgument(
+        "options --samples and --write-schedule (with --dp > 1) cannot be combined with "
+        "--cluster, --dp or --optimizer-sync");
+  }
   if (samples > 0) {
     run.monte_carlo =
         monte_carlo(schedule, in, run.params.chunks, samples, vm["seed"].as<std::uint64_t>());
@@ -387,8 +462,10 @@ int cmd_simulate(const std::vector<std::string>& args, const std::string& comman
   }
   if (vm.count("trace-json") != 0) {
     // Run again with an observer for the transfers: the plain run needs none, and is faster.
-    const sim::PerDeviceCostModel costs(in.device_costs, run.params.chunks);
+    const sim::PerDeviceCostModel costs(in.replicated ? in.replica_costs : in.device_costs,
+                                        run.params.chunks);
     sim::Engine engine(schedule, costs);
+    if (in.network) engine.set_network(*in.network);
     sim::TransferLog transfers;
     engine.add_observer(transfers);
     const sim::Timeline timeline = engine.run();
@@ -414,7 +491,8 @@ int cmd_compare(const std::vector<std::string>& args, const std::string& command
   po::variables_map vm;
   if (!parse(args, desc, vm, out,
              "usage: bubblesim compare [-s all|NAME,NAME] [-p P] [-m M] [--f MS] [--b MS] "
-             "[--w MS] [--comm MS] [--json] [--out FILE.h5 [--run-name PREFIX] [--overwrite]]\n\n"
+             "[--w MS] [--comm MS] [--cluster FILE.yaml [--dp N]] [--json] [--out FILE.h5 "
+             "[--run-name PREFIX] [--overwrite]]\n\n"
              "Simulates several schedules on the same inputs "
              "and prints them side by side.")) {
     return 0;

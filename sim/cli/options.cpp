@@ -59,7 +59,11 @@ void apply_model(const po::variables_map& vm, RunInputs& in, std::vector<sim::Ti
     if (vm["m-b"].defaulted()) m_b[d] = stages[d].m_b_bytes;
     if (vm["m-w"].defaulted()) m_w[d] = stages[d].m_w_bytes;
     in.static_memory_bytes.push_back(stages[d].static_bytes);
+    in.parameters.push_back(stages[d].parameters);
+    in.flops_per_microbatch += stages[d].f_flops + stages[d].b_flops + stages[d].w_flops;
   }
+  in.gpu = gpu.name;
+  in.model_transfer_bytes = stages.front().transfer_bytes;
   const bool measured = !vm["f"].defaulted() || !vm["b"].defaulted() || !vm["w"].defaulted() ||
                         vm.count("profile") != 0;
   in.model_description = fmt::format(
@@ -129,6 +133,186 @@ void apply_profile(const po::variables_map& vm, RunInputs& in, const traces::Pro
   in.default_example = false;
 }
 
+// --cluster, --dp, --allreduce, --optimizer-sync: the logical devices' costs, the network and
+// what finishes the iteration (RunInputs::replicated).
+void apply_cluster(const po::variables_map& vm, RunInputs& in, bool from_file) {
+  const std::string sync = vm["optimizer-sync"].as<std::string>();
+  const std::string algorithm = vm["allreduce"].as<std::string>();
+  in.dp = vm["dp"].as<int>();
+  if (in.dp < 1 || in.dp > 4096) {
+    throw InvalidArgument("option --dp: expected 1 to 4096 replicas, got " + std::to_string(in.dp));
+  }
+  if (algorithm != "ring" && algorithm != "tree") {
+    throw InvalidArgument("option --allreduce: expected ring or tree, got '" + algorithm + "'");
+  }
+  in.allreduce_name = algorithm;
+  in.iteration.algorithm =
+      algorithm == "ring" ? models::AllReduceAlgorithm::Ring : models::AllReduceAlgorithm::Tree;
+  if (sync == "none") {
+    in.iteration.sync = models::OptimizerSync::None;
+  } else if (sync == "allreduce") {
+    in.iteration.sync = models::OptimizerSync::AllReduce;
+  } else if (sync == "post-validation") {
+    in.iteration.sync = models::OptimizerSync::PostValidation;
+  } else {
+    throw InvalidArgument(
+        "option --optimizer-sync: expected none, allreduce or post-validation, got '" + sync + "'");
+  }
+  in.optimizer_sync_name = sync;
+  const bool has_cluster = vm.count("cluster") != 0;
+  in.replicated = has_cluster || in.dp > 1 || in.iteration.sync != models::OptimizerSync::None;
+  const bool model = vm.count("model") != 0;
+  for (const char* name : {"optimizer-ms", "comm-bytes", "grad-bytes"}) {
+    if (vm.count(name) != 0 && !in.replicated) {
+      throw InvalidArgument(std::string("option --") + name +
+                            ": applies only with --cluster, --dp or --optimizer-sync");
+    }
+  }
+  if (!in.replicated) return;
+  if (from_file && in.dp > 1) {
+    throw InvalidArgument("option --dp: cannot be combined with --schedule-file");
+  }
+  if (in.dp > 1 && !has_cluster) {
+    throw InvalidArgument(
+        "option --dp: the replicas' all-reduce needs the links of --cluster FILE");
+  }
+  const int p = in.params.pp;
+  const std::size_t logical = static_cast<std::size_t>(p) * static_cast<std::size_t>(in.dp);
+  const models::GpuSpec reference = models::find_gpu(vm["gpu"].as<std::string>());
+  std::vector<models::GpuSpec> gpus(logical, reference);
+  std::vector<double> time_factor(logical, 1.0);
+  models::Cluster cluster;
+  if (has_cluster) {
+    in.cluster_path = vm["cluster"].as<std::string>();
+    if (!vm["comm"].defaulted()) {
+      throw InvalidArgument(
+          "option --comm: with --cluster the cluster's links time the transfers "
+          "(give --comm-bytes for their size)");
+    }
+    cluster = models::load_cluster(in.cluster_path);
+    in.physical_device = models::place(cluster, p, in.dp);
+    for (std::size_t l = 0; l < logical; ++l) {
+      const auto phys = static_cast<std::size_t>(in.physical_device[l]);
+      gpus[l] = cluster.gpus[phys];
+      time_factor[l] = cluster.time_factor[phys];
+    }
+    in.network = models::build_network(cluster, in.physical_device);
+  }
+  double comm_bytes = 0;
+  if (vm.count("comm-bytes") != 0) {
+    comm_bytes = vm["comm-bytes"].as<double>();
+    if (!(comm_bytes >= 0 && comm_bytes <= 1e15)) {
+      throw InvalidArgument("option --comm-bytes: expected 0 to 1e15 bytes, got " +
+                            format_number(comm_bytes));
+    }
+  } else if (model) {
+    comm_bytes = in.model_transfer_bytes;
+  } else if (has_cluster) {
+    throw InvalidArgument(
+        "option --cluster: the size of the transfers is unknown; give --comm-bytes or --model");
+  }
+  std::vector<double> grad_bytes(static_cast<std::size_t>(p), 0);
+  if (vm.count("grad-bytes") != 0) {
+    const double g = vm["grad-bytes"].as<double>();
+    if (!(g >= 0 && g <= 1e15)) {
+      throw InvalidArgument("option --grad-bytes: expected 0 to 1e15 bytes, got " +
+                            format_number(g));
+    }
+    std::fill(grad_bytes.begin(), grad_bytes.end(), g);
+  } else if (model) {
+    for (int d = 0; d < p; ++d)
+      grad_bytes[static_cast<std::size_t>(d)] = 2 * in.parameters[static_cast<std::size_t>(d)];
+  } else if (in.dp > 1) {
+    throw InvalidArgument(
+        "option --dp: the gradients' size is unknown; give --grad-bytes or --model");
+  }
+  double optimizer_ms = -1;
+  if (vm.count("optimizer-ms") != 0) {
+    optimizer_ms = vm["optimizer-ms"].as<double>();
+    if (!(optimizer_ms >= 0 && optimizer_ms <= 1e9)) {
+      throw InvalidArgument("option --optimizer-ms: expected 0 to 1e9 ms, got " +
+                            format_number(optimizer_ms));
+    }
+  }
+  // Each logical device: its pipeline device's costs (for --gpu), its durations scaled by
+  // --gpu's peak over its own GPU's and by its time factor (slowdown / speed factor).
+  in.replica_costs.clear();
+  in.device_gpus.clear();
+  std::vector<double> static_bytes;
+  for (std::size_t l = 0; l < logical; ++l) {
+    const std::size_t d = l % static_cast<std::size_t>(p);
+    sim::DeviceCosts c = in.device_costs[d];
+    const double factor = reference.dense_bf16_tflops / gpus[l].dense_bf16_tflops * time_factor[l];
+    if (factor != 1.0) {
+      for (sim::TimeNs* t : {&c.f_ns, &c.b_ns, &c.w_ns})
+        *t = static_cast<sim::TimeNs>(std::llround(static_cast<double>(*t) * factor));
+    }
+    c.comm_bytes = comm_bytes;
+    in.replica_costs.push_back(c);
+    in.device_gpus.push_back(gpus[l].name);
+    in.peak_flops_total += gpus[l].dense_bf16_tflops * 1e12;
+    if (model) {
+      in.capacity_bytes.push_back(gpus[l].memory_gb * 1e9);
+      static_bytes.push_back(in.static_memory_bytes[d]);
+    }
+    sim::TimeNs step = 0;
+    if (optimizer_ms >= 0) {
+      step = sim::ms_to_ns(optimizer_ms);
+    } else if (model) {
+      step = sim::ms_to_ns(in.parameters[d] * models::kAdamStepBytesPerParameter /
+                           (gpus[l].memory_bandwidth_gbps * 1e9) * 1e3 * time_factor[l]);
+    }
+    in.iteration.optimizer_ns.push_back(step);
+  }
+  if (model) in.static_memory_bytes = static_bytes;
+  // The generators' estimate of a hop: the uncontended time to the device's pipeline
+  // neighbours over the cluster's links.
+  if (in.network) {
+    for (std::size_t l = 0; l < logical; ++l) {
+      const int self = static_cast<int>(l), d = self % p;
+      sim::TimeNs hop = 0;
+      for (const int n : {d - 1, d + 1}) {
+        if (n < 0 || n >= p) continue;
+        hop = std::max(hop, in.network->uncontended_ns(self, self - d + n, comm_bytes));
+      }
+      in.replica_costs[l].comm_ns = hop;
+    }
+  }
+  in.iteration.pp = p;
+  in.iteration.dp = in.dp;
+  in.iteration.grad_bytes = grad_bytes;
+  // OptimizerSync::AllReduce: a small (8-byte) tree all-reduce over every device, its latency
+  // the cluster's links, or one --comm hop without a cluster.
+  if (in.network) {
+    std::vector<int> all(logical);
+    for (std::size_t l = 0; l < logical; ++l)
+      all[l] = static_cast<int>(l);
+    in.iteration.sync_ns =
+        models::allreduce_ns(*in.network, all, 8, models::AllReduceAlgorithm::Tree);
+  } else {
+    sim::TimeNs hop = 0;
+    for (const sim::DeviceCosts& c : in.device_costs)
+      hop = std::max(hop, c.comm_ns);
+    in.iteration.sync_ns = models::tree_allreduce_ns(static_cast<int>(logical), 8,
+                                                     std::numeric_limits<double>::infinity(), hop);
+  }
+  if (has_cluster) {
+    std::string kinds;
+    for (std::size_t l = 0; l < logical; ++l) {
+      if (kinds.find(gpus[l].name) == std::string::npos)
+        kinds += (kinds.empty() ? "" : ", ") + gpus[l].name;
+    }
+    in.cluster_description = fmt::format(
+        "cluster {} ({}): {} replica(s) x {} devices on {}, {} {} GB/s {} us inside nodes, {} {} "
+        "GB/s {} us between; {} bytes per transfer",
+        cluster.name, in.cluster_path, in.dp, p, kinds, cluster.intra_node.type,
+        cluster.intra_node.bandwidth_gb_per_s, cluster.intra_node.latency_us,
+        cluster.inter_node.type, cluster.inter_node.bandwidth_gb_per_s,
+        cluster.inter_node.latency_us, comm_bytes);
+  }
+  in.default_example = false;
+}
+
 }  // namespace
 
 void add_run_options(po::options_description& desc) {
@@ -161,7 +345,8 @@ void add_run_options(po::options_description& desc) {
      "times from its FLOPs on --gpu, and M_B, M_W and static memory in bytes; --f/--b/--w and "
      "--m-b/--m-w given explicitly (measured) override it")
     ("gpu", po::value<std::string>()->default_value("A100-80GB"),
-     "GPU type for --model: A100-40GB, A100-80GB, H100-SXM, H200, L40S")
+     "GPU type for --model: A100-40GB, A100-80GB, H100-SXM, H200, L40S; with --cluster, the GPU "
+     "the given times are for (other GPUs run them scaled by the ratio of dense peaks)")
     ("efficiency", po::value<double>()->default_value(models::kDefaultEfficiency, "0.45"),
      "fraction of the GPU's dense BF16 peak that --model's passes reach, in (0, 1]")
     ("profile", po::value<std::string>(),
@@ -169,6 +354,27 @@ void add_run_options(po::options_description& desc) {
      "times are the median kernel time of its samples (stage s on device s; p = the profile's "
      "stages unless -p is given), a fused BW is split by the FLOP ratio, and comm is the median "
      "send/recv kernel if the profile has any; --f/--b/--w/--comm given explicitly override it")
+    ("cluster", po::value<std::string>(),
+     "cluster description (YAML, docs/cluster-format.md, e.g. models/examples/"
+     "a100-4x8-roce.yaml): GPUs, links and placement; transfers then cross its links and share "
+     "them, and each device runs at its GPU's and speed factor's pace")
+    ("dp", po::value<int>()->default_value(1),
+     "data-parallel replicas of the pipeline (with --dp > 1: --cluster, and --model or "
+     "--grad-bytes); each stage's gradients are all-reduced after its last W")
+    ("allreduce", po::value<std::string>()->default_value("ring"),
+     "cost model of the gradient all-reduce: ring or tree")
+    ("optimizer-sync", po::value<std::string>()->default_value("none"),
+     "optimizer step at the end of the iteration: none (not modelled), allreduce (all devices "
+     "synchronise, then step) or post-validation (each device steps when its gradients are in)")
+    ("optimizer-ms", po::value<double>(),
+     "time of the optimizer step per device, ms (default with --model: 28 bytes per parameter "
+     "over the GPU's memory bandwidth; else 0)")
+    ("comm-bytes", po::value<double>(),
+     "bytes of one activation transfer between stages, for --cluster's links (default with "
+     "--model: 2 s b h)")
+    ("grad-bytes", po::value<double>(),
+     "gradient bytes of one pipeline device's share of the model, for --dp's all-reduce "
+     "(default with --model: 2 bytes per parameter)")
     ("json", po::bool_switch(), "print the summary as JSON instead of a table")
     ("out", po::value<std::string>(),
      "also add the runs (every op, transfer and memory change) to this HDF5 results file, "
@@ -314,6 +520,7 @@ RunInputs read_run_inputs(const po::variables_map& vm, const sim::Schedule* from
         "options --f/--b/--w/--comm with -p/-m: the iteration could last more than 70 years of "
         "simulated time; use smaller times or fewer microbatches");
   }
+  apply_cluster(vm, in, from_file != nullptr);
   return in;
 }
 

@@ -7,7 +7,12 @@
 #include <string>
 #include <vector>
 
+#include <optional>
+
+#include "models/cluster.h"
+#include "models/collectives.h"
 #include "sim/cost_model.h"
+#include "sim/network.h"
 #include "sim/schedule_registry.h"
 #include "traces/sampled_cost_model.h"
 
@@ -27,6 +32,32 @@ struct RunInputs {
   std::vector<double> static_memory_bytes;
   std::string model_description;
   int samples_per_microbatch = 0;  // --model's microbatch size; 0 without a model
+  // With --model: the FLOPs of one microbatch through the whole pipeline (F + B + W of every
+  // stage), each pipeline device's parameters, and the --gpu the model's times are for.
+  double flops_per_microbatch = 0;
+  double model_transfer_bytes = 0;  // 2 s b h: one activation between stages
+  std::vector<double> parameters;
+  std::string gpu;
+
+  // --cluster, --dp, --allreduce, --optimizer-sync (docs/cluster-format.md). `replicated` is
+  // set when any of them changes the run: the schedule then runs as dp replicas on dp*pp
+  // logical devices (replica r's device d is r*pp + d) with `replica_costs` (one per logical
+  // device: the device's durations scaled to its GPU and speed), over `network` when a cluster
+  // is given, and the iteration is finished by models::finish_iteration with `iteration`.
+  // Without them, runs are exactly as before (device_costs, no network).
+  bool replicated = false;
+  int dp = 1;
+  std::string cluster_path;
+  std::string cluster_description;
+  std::vector<int> physical_device;      // per logical device, with --cluster
+  std::vector<std::string> device_gpus;  // per logical device, with --cluster or --model
+  std::vector<double> capacity_bytes;    // per logical device, with --model (GPU memory)
+  double peak_flops_total = 0;           // sum of the logical devices' dense peaks, FLOP/s
+  std::vector<sim::DeviceCosts> replica_costs;
+  std::optional<sim::Network> network;
+  models::IterationInputs iteration;
+  std::string allreduce_name = "ring";
+  std::string optimizer_sync_name = "none";
   // With --profile: its file, a description of where the costs came from (the statistic, the
   // split of a fused BW) for the report, and each device's duration samples in ns for
   // --samples (a time given explicitly is its only sample); empty otherwise.
@@ -52,7 +83,8 @@ struct DefaultExample {
 };
 
 // Adds -p, -m, -v, --f, --b, --w, --comm, --m-b, --m-w, --mem-limit, --overlap-efficiency,
-// --model, --gpu, --efficiency, --profile, --json, --out, --run-name and --overwrite to `desc`.
+// --model, --gpu, --efficiency, --profile, --cluster, --dp, --allreduce, --optimizer-sync,
+// --optimizer-ms, --comm-bytes, --grad-bytes, --json, --out, --run-name and --overwrite to `desc`.
 void add_run_options(boost::program_options::options_description& desc);
 
 // Reads and checks the options added by add_run_options. With `from_file`, p, m and v are the

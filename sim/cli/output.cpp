@@ -33,10 +33,28 @@ double max_peak_memory_bytes(const RunSummary& run) {
   return peak;
 }
 
-// Samples per GPU per second over the iteration (first op to last op), with --model.
+// Samples per second over the iteration (first op to last op, or iteration_time_ns), with
+// --model, all replicas together; and per GPU.
+double throughput_samples_per_s(const RunSummary& run) {
+  return static_cast<double>(run.dp) * run.params.microbatches * run.samples_per_microbatch /
+         (sim::ns_to_ms(iteration_time_ns(run)) / 1e3);
+}
 double samples_per_gpu_per_s(const RunSummary& run) {
-  return run.params.microbatches * run.samples_per_microbatch /
-         (run.params.pp * sim::ns_to_ms(run.metrics.iteration_time_ns) / 1e3);
+  return throughput_samples_per_s(run) / (static_cast<double>(run.dp) * run.params.pp);
+}
+// Model FLOPs over the devices' dense peak in the iteration, with --model and `iteration`.
+double mfu(const RunSummary& run) {
+  return run.flops_per_iteration / (sim::ns_to_ms(iteration_time_ns(run)) / 1e3) /
+         run.peak_flops_total;
+}
+// Bytes over the device's memory, <= 0 when it fits (with --model and `iteration`).
+double over_capacity_bytes(const RunSummary& run, const sim::DeviceMetrics& d) {
+  return peak_memory_bytes(run, d) - run.capacity_bytes[static_cast<std::size_t>(d.device)];
+}
+bool oom(const RunSummary& run) {
+  if (run.capacity_bytes.empty()) return false;
+  return std::any_of(run.metrics.devices.begin(), run.metrics.devices.end(),
+                     [&](const sim::DeviceMetrics& d) { return over_capacity_bytes(run, d) > 0; });
 }
 
 // Tables show memory in GB when it is in bytes (--model), else in the unit of --m-b.
@@ -57,8 +75,9 @@ void put_run_head(Writer& w, const RunSummary& run) {
 }
 
 // The summary metrics, for a run object and a sweep point.
-void put_summary(Writer& w, const sim::Metrics& m) {
-  put(w, "iteration_time_ms", sim::ns_to_ms(m.iteration_time_ns));
+void put_summary(Writer& w, const RunSummary& run) {
+  const sim::Metrics& m = run.metrics;
+  put(w, "iteration_time_ms", sim::ns_to_ms(iteration_time_ns(run)));
   put(w, "max_device_span_ms", sim::ns_to_ms(m.max_device_span_ns));
   put(w, "bubble_rate", m.bubble_rate);
   put(w, "peak_activation_memory", m.peak_activation_memory);
@@ -68,11 +87,43 @@ void write_object(Writer& w, const RunSummary& run) {
   const sim::Metrics& m = run.metrics;
   w.StartObject();
   put_run_head(w, run);
-  put_summary(w, m);
+  put_summary(w, run);
   put(w, "parameters_per_device", run.parameters_per_device);
   const bool bytes = !run.static_memory_bytes.empty();
   if (bytes) put(w, "peak_memory_bytes", max_peak_memory_bytes(run));
-  if (run.samples_per_microbatch > 0) put(w, "samples_per_gpu_per_s", samples_per_gpu_per_s(run));
+  if (run.samples_per_microbatch > 0) {
+    put(w, "samples_per_gpu_per_s", samples_per_gpu_per_s(run));
+    put(w, "throughput_samples_per_s", throughput_samples_per_s(run));
+  }
+  if (run.iteration) {
+    const models::IterationTime& it = *run.iteration;
+    put(w, "dp", run.dp);
+    put(w, "pipeline_time_ms", sim::ns_to_ms(it.pipeline_ns));
+    put(w, "dp_allreduce_ms", sim::ns_to_ms(it.dp_allreduce_ns));
+    put(w, "optimizer_ms", sim::ns_to_ms(it.optimizer_ns));
+    put(w, "optimizer_sync_ms", sim::ns_to_ms(it.sync_ns));
+    w.Key("optimizer_sync");
+    w.String(run.optimizer_sync.c_str());
+    w.Key("allreduce");
+    w.String(run.allreduce.c_str());
+    if (run.samples_per_microbatch > 0) put(w, "mfu", mfu(run));
+    if (!run.capacity_bytes.empty()) {
+      w.Key("oom");
+      w.Bool(oom(run));
+      w.Key("oom_devices");
+      w.StartArray();
+      for (const sim::DeviceMetrics& d : m.devices) {
+        if (over_capacity_bytes(run, d) <= 0) continue;
+        w.StartObject();
+        put(w, "device", d.device);
+        w.Key("gpu");
+        w.String(run.device_gpus[static_cast<std::size_t>(d.device)].c_str());
+        put(w, "over_bytes", over_capacity_bytes(run, d));
+        w.EndObject();
+      }
+      w.EndArray();
+    }
+  }
   if (run.exact) {
     const ExactSummary& e = *run.exact;
     w.Key("exact");
@@ -128,6 +179,13 @@ void write_object(Writer& w, const RunSummary& run) {
       put(w, "static_memory_bytes", run.static_memory_bytes[static_cast<std::size_t>(d.device)]);
       put(w, "peak_memory_bytes", peak_memory_bytes(run, d));
     }
+    const auto i = static_cast<std::size_t>(d.device);
+    if (!run.device_gpus.empty()) {
+      w.Key("gpu");
+      w.String(run.device_gpus[i].c_str());
+    }
+    if (!run.physical_device.empty()) put(w, "physical_device", run.physical_device[i]);
+    if (!run.capacity_bytes.empty()) put(w, "capacity_bytes", run.capacity_bytes[i]);
     w.EndObject();
   }
   w.EndArray();
@@ -166,6 +224,10 @@ std::string label(const RunSummary& run) {
 
 }  // namespace
 
+sim::TimeNs iteration_time_ns(const RunSummary& run) {
+  return run.iteration ? run.iteration->iteration_ns : run.metrics.iteration_time_ns;
+}
+
 void write_json(std::ostream& out, const RunSummary& run) {
   with_writer(out, [&](Writer& w) { write_object(w, run); });
 }
@@ -201,7 +263,8 @@ Distribution distribution(std::vector<double> values) {
 }
 
 std::string describe_inputs(const RunInputs& in) {
-  const auto& c = in.device_costs;
+  // With a cluster of one replica, each device's own durations (scaled to its GPU and speed).
+  const auto& c = in.replicated && in.dp == 1 ? in.replica_costs : in.device_costs;
   const std::string memory = in.static_memory_bytes.empty()
                                  ? fmt::format("M_B {} M_W {}", c.front().m_b, c.front().m_w)
                                  : fmt::format("M_B {:.3f} M_W {:.3f} GB (device 0)",
@@ -215,13 +278,25 @@ std::string describe_inputs(const RunInputs& in) {
                            "in its Tables 5 and 9)"
                      : in.model_description.empty() ? ""
                                                     : "\n" + in.model_description) +
-         (in.profile_description.empty() ? "" : "\n" + in.profile_description);
+         (in.profile_description.empty() ? "" : "\n" + in.profile_description) +
+         (in.cluster_description.empty() ? "" : "\n" + in.cluster_description);
 }
 
 void write_simulate_table(std::ostream& out, const RunInputs& in, const RunSummary& run) {
   const sim::Metrics& m = run.metrics;
   fmt::print(out, "schedule {} | {}\n\n", label(run), describe_inputs(in));
-  fmt::print(out, "iteration time     {:>12.3f} ms\n", sim::ns_to_ms(m.iteration_time_ns));
+  fmt::print(out, "iteration time     {:>12.3f} ms{}\n", sim::ns_to_ms(iteration_time_ns(run)),
+             run.iteration ? " (pipeline, DP all-reduce and optimizer step)" : "");
+  if (run.iteration) {
+    const models::IterationTime& it = *run.iteration;
+    fmt::print(out,
+               "pipeline           {:>12.3f} ms (first op start to last op end, {} device(s))\n",
+               sim::ns_to_ms(it.pipeline_ns), m.devices.size());
+    fmt::print(out, "DP all-reduce      {:>12.3f} ms (longest stage, dp={}, {})\n",
+               sim::ns_to_ms(it.dp_allreduce_ns), run.dp, run.allreduce);
+    fmt::print(out, "optimizer step     {:>12.3f} ms (sync {}: {:.3f} ms)\n",
+               sim::ns_to_ms(it.optimizer_ns), run.optimizer_sync, sim::ns_to_ms(it.sync_ns));
+  }
   fmt::print(out, "max device span    {:>12.3f} ms\n", sim::ns_to_ms(m.max_device_span_ns));
   fmt::print(out, "bubble rate        {:>12.4f}\n", m.bubble_rate);
   fmt::print(out, "peak act. memory   {:>12.3f}{}\n", table_memory(run, m.peak_activation_memory),
@@ -231,6 +306,15 @@ void write_simulate_table(std::ostream& out, const RunInputs& in, const RunSumma
                max_peak_memory_bytes(run) / 1e9);
     fmt::print(out, "throughput         {:>12.2f} samples per GPU per second\n",
                samples_per_gpu_per_s(run));
+    if (run.iteration) fmt::print(out, "MFU                {:>12.4f}\n", mfu(run));
+  }
+  for (const sim::DeviceMetrics& d : m.devices) {
+    if (!run.capacity_bytes.empty() && over_capacity_bytes(run, d) > 0) {
+      fmt::print(out, "OUT OF MEMORY      device {} ({}): {:.2f} GB over its {:.0f} GB\n", d.device,
+                 run.device_gpus[static_cast<std::size_t>(d.device)],
+                 over_capacity_bytes(run, d) / 1e9,
+                 run.capacity_bytes[static_cast<std::size_t>(d.device)] / 1e9);
+    }
   }
   fmt::print(out, "parameters/device  {:>12}  (1F1B on the same devices = 1x)\n",
              fmt::format("{}x", run.parameters_per_device));
@@ -295,7 +379,7 @@ void write_sweep_json(std::ostream& out, const std::vector<SweepPoint>& points) 
       w.StartObject();
       put(w, "mem_limit_factor", point.limit_factor);
       put(w, "mem_limit", point.run.params.mem_limit);
-      put_summary(w, point.run.metrics);
+      put_summary(w, point.run);
       w.EndObject();
     }
     w.EndArray();
@@ -311,7 +395,7 @@ void write_compare_table(std::ostream& out, const RunInputs& in,
         [&](const RunSummary& a, const RunSummary& b) { return value(a) < value(b); });
     return value(*it);
   };
-  auto iteration = [](const RunSummary& r) { return r.metrics.iteration_time_ns; };
+  auto iteration = [](const RunSummary& r) { return iteration_time_ns(r); };
   auto span = [](const RunSummary& r) { return r.metrics.max_device_span_ns; };
   auto bubble = [](const RunSummary& r) { return r.metrics.bubble_rate; };
   auto memory = [](const RunSummary& r) {

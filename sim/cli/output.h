@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "analysis/run_record.h"
+#include "models/collectives.h"
 #include "sim/cli/options.h"
 #include "sim/metrics.h"
 #include "traces/profile.h"
@@ -55,7 +56,21 @@ struct RunSummary {
   std::optional<analysis::RunRecord> record;  // with --out: everything the results file keeps
   std::string profile;                        // --profile's file; "" without
   std::optional<MonteCarloSummary> monte_carlo;
+  // With --cluster, --dp or --optimizer-sync (RunInputs::replicated): the iteration with the
+  // gradient all-reduce and the optimizer step; `metrics` then cover all dp*pp logical devices.
+  std::optional<models::IterationTime> iteration;
+  int dp = 1;
+  std::string allreduce;                 // "ring" or "tree", with `iteration`
+  std::string optimizer_sync;            // "none", "allreduce", "post-validation", with `iteration`
+  std::vector<int> physical_device;      // per device, with --cluster
+  std::vector<std::string> device_gpus;  // per device, with `iteration`
+  std::vector<double> capacity_bytes;    // per device, with `iteration` and --model
+  double flops_per_iteration = 0;        // with --model and `iteration`: for mfu
+  double peak_flops_total = 0;           // with `iteration`: all devices' dense peak, FLOP/s
 };
+
+// The iteration time of a run: RunSummary::iteration's when there is one, else the pipeline's.
+sim::TimeNs iteration_time_ns(const RunSummary& run);
 
 // One point of a --mem-limit-sweep: the limit as a multiple of p M_B, and the run.
 struct SweepPoint {

@@ -122,7 +122,7 @@ analysis::SweepRow simulate_configuration(const analysis::StudyConfiguration& c,
     row.m_w = d0.m_w;
     row.mem_limit = in.mem_limit;
     if (!row.model.empty()) row.gpu = vm["gpu"].as<std::string>();
-    row.iteration_time_ms = sim::ns_to_ms(run.metrics.iteration_time_ns);
+    row.iteration_time_ms = sim::ns_to_ms(iteration_time_ns(run));
     row.max_device_span_ms = sim::ns_to_ms(run.metrics.max_device_span_ns);
     row.bubble_rate = run.metrics.bubble_rate;
     row.peak_activation_memory = run.metrics.peak_activation_memory;

@@ -50,6 +50,37 @@ void BM_Simulate(benchmark::State& state, const char* name) {
   state.counters["ops"] = ops;
 }
 
+// The run with a network (sim/network.h): every device pair on its own two ports (out, in) of
+// 300 GB/s and 3 us, 28 MB per transfer, so transfers share ports when they overlap.
+void BM_SimulateNetwork(benchmark::State& state, const char* name) {
+  const int p = static_cast<int>(state.range(0));
+  const int m = static_cast<int>(state.range(1));
+  const auto schedule = registry().get(name).generate(ScheduleParams{p, m, 1});
+  std::vector<bubblesim::sim::DeviceCosts> devices(static_cast<std::size_t>(p),
+                                                   costs(1).devices().front());
+  for (auto& d : devices)
+    d.comm_bytes = 28e6;
+  const bubblesim::sim::PerDeviceCostModel model(devices);
+  bubblesim::sim::Network net(p);
+  std::vector<int> out, in;
+  for (int d = 0; d < p; ++d) {
+    out.push_back(net.add_link({300e9, 3000}));
+    in.push_back(net.add_link({300e9, 0}));
+  }
+  for (int a = 0; a < p; ++a)
+    for (int b = 0; b < p; ++b)
+      if (a != b)
+        net.set_route(a, b, {out[static_cast<std::size_t>(a)], in[static_cast<std::size_t>(b)]});
+  for (auto _ : state) {
+    bubblesim::sim::Engine engine(schedule, model);
+    engine.set_network(net);
+    auto timeline = engine.run();
+    benchmark::DoNotOptimize(timeline);
+  }
+  state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(schedule.num_ops()));
+  state.counters["ops"] = static_cast<double>(schedule.num_ops());
+}
+
 // Peak heap per op of schedule + engine state + timeline, from generation to the end of a run.
 void BM_BytesPerOp(benchmark::State& state, const char* name) {
   const int p = static_cast<int>(state.range(0));
@@ -125,6 +156,10 @@ BENCHMARK_CAPTURE(BM_Simulate, zb_h1, "zb-h1")
     ->Unit(benchmark::kMillisecond);
 // The engine's general path: routes and overlapped pairs.
 BENCHMARK_CAPTURE(BM_Simulate, dualpipe, "dualpipe")
+    ->Args({64, 4096})
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_SimulateNetwork, zb_h1, "zb-h1")
+    ->Args({8, 1024})
     ->Args({64, 4096})
     ->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_BytesPerOp, 1f1b, "1f1b")

@@ -216,6 +216,34 @@ axes:
             analysis::ResultsReader(whole).read_sweep_table());
 }
 
+// A cluster axis: each row runs as `simulate --cluster FILE` would (path relative to the study).
+TEST_F(SweepTest, ClusterAxisRunsEachClusterAsSimulateWould) {
+  write("ideal.yaml",
+        "nodes:\n  - {count: 1, gpus_per_node: 8, gpu: A100-80GB}\n"
+        "links:\n  intra_node: {type: nvlink, bandwidth_gb_per_s: .inf, latency_us: 0}\n"
+        "  inter_node: {type: roce, bandwidth_gb_per_s: .inf, latency_us: 0}\n");
+  write("slow.yaml",
+        "nodes:\n  - {count: 8, gpus_per_node: 1, gpu: A100-80GB}\n"
+        "links:\n  intra_node: {type: nvlink, bandwidth_gb_per_s: 300, latency_us: 3}\n"
+        "  inter_node: {type: ethernet, bandwidth_gb_per_s: 1, latency_us: 50}\n");
+  const std::string study = write(
+      "study.yaml",
+      "fixed: {schedule: zb-h1, comm_bytes: 1e7}\naxes:\n  cluster: [ideal.yaml, slow.yaml]\n");
+  const std::string out = path("out.h5");
+  const Outcome r = run_cli({"sweep", study, "--out", out, "--progress", "none"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto rows = analysis::ResultsReader(out).read_sweep_table();
+  ASSERT_EQ(rows.size(), 2u);
+  for (std::size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(rows[i].status, "ok") << rows[i].error;
+    const Outcome one = run_cli({"simulate", "-s", "zb-h1", "--comm-bytes", "1e7", "--cluster",
+                                 path(i == 0 ? "ideal.yaml" : "slow.yaml"), "--json"});
+    ASSERT_EQ(one.status, 0) << one.err;
+    EXPECT_EQ(rows[i].iteration_time_ms, parse_json(one.out)["iteration_time_ms"].GetDouble());
+  }
+  EXPECT_GT(rows[1].iteration_time_ms, rows[0].iteration_time_ms + 7 * 10);  // 10 ms hops
+}
+
 struct BadStudy {
   const char* text;
   const char* message;  // what the error line contains after "study.yaml:"
