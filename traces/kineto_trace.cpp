@@ -49,17 +49,9 @@ class InflatingStream {
   }
   // RapidJSON's SkipWhitespace, without reloading the position for every character. The
   // reader calls it around every token, mostly where there is none: that case is one table
-  // look-up.
+  // look-up, inlined into the reader; the loop stays out of line.
   void skip_whitespace() {
-    if (!is_space(*current_)) return;
-    for (;;) {
-      char* p = current_;
-      while (p < last_ && is_space(*p))
-        ++p;
-      current_ = p;
-      if (p < last_ || eof_ || !is_space(*p)) return;
-      fill();  // the last character of the buffer was whitespace too
-    }
+    if (is_space(*current_)) skip_spaces();
   }
 
   std::size_t Tell() const {
@@ -89,6 +81,17 @@ class InflatingStream {
       return table;
     }();
     return kSpace[static_cast<unsigned char>(c)];
+  }
+
+  [[gnu::noinline]] void skip_spaces() {
+    for (;;) {
+      char* p = current_;
+      while (p < last_ && is_space(*p))
+        ++p;
+      current_ = p;
+      if (p < last_ || eof_ || !is_space(*p)) return;
+      fill();  // the last character of the buffer was whitespace too
+    }
   }
 
   void fill() {
@@ -121,7 +124,7 @@ class InflatingStream {
 
 // Found by argument-dependent lookup from rapidjson::GenericReader, in preference to
 // rapidjson's generic template.
-void SkipWhitespace(InflatingStream& is) {
+inline void SkipWhitespace(InflatingStream& is) {
   is.skip_whitespace();
 }
 

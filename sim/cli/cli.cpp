@@ -188,16 +188,14 @@ RunSummary run_replicated(std::string name, sim::Schedule& schedule,
       sim::simulate(schedule, costs, observers, in.network ? &*in.network : nullptr);
   models::IterationInputs iteration = in.iteration;
   iteration.network = in.network ? &*in.network : nullptr;
-  RunSummary run{name,
-                 params,
-                 result.metrics,
-                 static_cast<double>(one.num_stages()) / one.route_stages(),
-                 std::nullopt,
-                 in.static_memory_bytes,
-                 in.samples_per_microbatch,
-                 std::nullopt,
-                 in.profile,
-                 std::nullopt};
+  RunSummary run;
+  run.schedule = name;
+  run.params = params;
+  run.metrics = result.metrics;
+  run.parameters_per_device = static_cast<double>(one.num_stages()) / one.route_stages();
+  run.static_memory_bytes = in.static_memory_bytes;
+  run.samples_per_microbatch = in.samples_per_microbatch;
+  run.profile = in.profile;
   run.iteration = models::finish_iteration(schedule, result.timeline, iteration);
   run.dp = in.dp;
   run.allreduce = in.allreduce_name;
@@ -239,16 +237,15 @@ RunSummary run_schedule(std::string name, sim::Schedule& schedule,
   std::vector<sim::EngineObserver*> observers;
   if (recording != nullptr) observers.push_back(&transfers);
   const sim::SimulationResult result = sim::simulate(schedule, costs, observers);
-  RunSummary run{name,
-                 params,
-                 result.metrics,
-                 static_cast<double>(schedule.num_stages()) / schedule.route_stages(),
-                 exact,
-                 in.static_memory_bytes,
-                 in.samples_per_microbatch,
-                 std::nullopt,
-                 in.profile,
-                 std::nullopt};
+  RunSummary run;
+  run.schedule = name;
+  run.params = params;
+  run.metrics = result.metrics;
+  run.parameters_per_device = static_cast<double>(schedule.num_stages()) / schedule.route_stages();
+  run.exact = exact;
+  run.static_memory_bytes = in.static_memory_bytes;
+  run.samples_per_microbatch = in.samples_per_microbatch;
+  run.profile = in.profile;
   if (recording != nullptr) {
     run.record = analysis::make_run_record(record_header(*recording, name, params, in), schedule,
                                            costs, result, transfers.transfers());
