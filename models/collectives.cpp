@@ -36,7 +36,7 @@ sim::TimeNs allreduce_ns(const sim::Network& network, const std::vector<int>& gr
   double bw = std::numeric_limits<double>::infinity();
   sim::TimeNs latency = 0;
   const auto edge = [&](int a, int b) {
-    for (const auto [x, y] : {std::pair{a, b}, std::pair{b, a}}) {
+    for (const auto& [x, y] : {std::pair{a, b}, std::pair{b, a}}) {
       bw = std::min(bw, network.route_bandwidth_bytes_per_s(x, y));
       latency = std::max(latency, network.route_latency_ns(x, y));
     }

@@ -18,6 +18,20 @@ bool no_timing(std::uint64_t start, std::uint64_t end) {
   return start == 0 && end == 0;
 }
 
+// A memcpy, peer-to-peer memcpy or memset record (their layouts share these field names),
+// unless CUPTI gave it no timestamps.
+template <class Activity>
+void add_mem(const CUpti_Activity* record, MemKind kind, DecodedRecords& out) {
+  const auto* m = reinterpret_cast<const Activity*>(record);
+  if (no_timing(m->start, m->end)) {
+    ++out.counters.zero_timestamp_records;
+    return;
+  }
+  out.mems.push_back(MemRecord{kind, static_cast<std::int64_t>(m->start),
+                               static_cast<std::int64_t>(m->end), m->bytes, m->deviceId,
+                               m->streamId, m->correlationId});
+}
+
 }  // namespace
 
 DecodedRecords decode_activity_buffer(std::uint8_t* buffer, std::size_t valid_bytes) {
@@ -64,39 +78,15 @@ DecodedRecords decode_activity_buffer(std::uint8_t* buffer, std::size_t valid_by
         out.kernels.push_back(r);
         break;
       }
-      case CUPTI_ACTIVITY_KIND_MEMCPY: {
-        const auto* m = reinterpret_cast<const CUpti_ActivityMemcpy6*>(record);
-        if (no_timing(m->start, m->end)) {
-          ++out.counters.zero_timestamp_records;
-          break;
-        }
-        out.mems.push_back(MemRecord{MemKind::Memcpy, static_cast<std::int64_t>(m->start),
-                                     static_cast<std::int64_t>(m->end), m->bytes, m->deviceId,
-                                     m->streamId, m->correlationId});
+      case CUPTI_ACTIVITY_KIND_MEMCPY:
+        add_mem<CUpti_ActivityMemcpy6>(record, MemKind::Memcpy, out);
         break;
-      }
-      case CUPTI_ACTIVITY_KIND_MEMCPY2: {
-        const auto* m = reinterpret_cast<const CUpti_ActivityMemcpyPtoP4*>(record);
-        if (no_timing(m->start, m->end)) {
-          ++out.counters.zero_timestamp_records;
-          break;
-        }
-        out.mems.push_back(MemRecord{MemKind::Memcpy, static_cast<std::int64_t>(m->start),
-                                     static_cast<std::int64_t>(m->end), m->bytes, m->deviceId,
-                                     m->streamId, m->correlationId});
+      case CUPTI_ACTIVITY_KIND_MEMCPY2:
+        add_mem<CUpti_ActivityMemcpyPtoP4>(record, MemKind::Memcpy, out);
         break;
-      }
-      case CUPTI_ACTIVITY_KIND_MEMSET: {
-        const auto* m = reinterpret_cast<const CUpti_ActivityMemset4*>(record);
-        if (no_timing(m->start, m->end)) {
-          ++out.counters.zero_timestamp_records;
-          break;
-        }
-        out.mems.push_back(MemRecord{MemKind::Memset, static_cast<std::int64_t>(m->start),
-                                     static_cast<std::int64_t>(m->end), m->bytes, m->deviceId,
-                                     m->streamId, m->correlationId});
+      case CUPTI_ACTIVITY_KIND_MEMSET:
+        add_mem<CUpti_ActivityMemset4>(record, MemKind::Memset, out);
         break;
-      }
       default:
         ++out.counters.other_records;
         break;

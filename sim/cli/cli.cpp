@@ -613,9 +613,12 @@ bool parse_command(const std::vector<std::string>& args,
 }
 
 RunSummary simulate_generated(const sim::ScheduleGenerator& generator,
-                              const sim::ScheduleParams& params, const RunInputs& in) {
+                              const sim::ScheduleParams& params, const RunInputs& in,
+                              const std::string& record_as, const std::string& command_line) {
   sim::Schedule schedule;
-  return run_schedule(std::string(generator.name()), schedule, &generator, params, in);
+  const Recording recording{record_as, command_line};
+  return run_schedule(std::string(generator.name()), schedule, &generator, params, in, {},
+                      record_as.empty() ? nullptr : &recording);
 }
 
 int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {

@@ -22,9 +22,13 @@ bool parse_command(const std::vector<std::string>& args,
                    const char* synopsis, const char* positional = nullptr);
 
 // Generates the schedule with `generator` from `params` and the inputs' costs and simulates it,
-// as `bubblesim simulate -s NAME` does (without --exact or --out).
+// as `bubblesim simulate -s NAME` does (without --exact or --out). With a `record_as` name, the
+// run also keeps its record for a results file (RunSummary::record), as --out would, with
+// `command_line` as the record's.
 RunSummary simulate_generated(const sim::ScheduleGenerator& generator,
-                              const sim::ScheduleParams& params, const RunInputs& in);
+                              const sim::ScheduleParams& params, const RunInputs& in,
+                              const std::string& record_as = "",
+                              const std::string& command_line = "");
 
 // `bubblesim sweep` (sweep.cpp). `args` follow the command; progress goes to `err`.
 int cmd_sweep(const std::vector<std::string>& args, const std::string& command_line,

@@ -8,6 +8,7 @@
 #include <tbb/task_arena.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <boost/program_options.hpp>
 #include <chrono>
@@ -90,26 +91,43 @@ analysis::SweepRow row_from_settings(const analysis::StudyConfiguration& c, int 
   return row;
 }
 
-// Simulates configuration `index` as `bubblesim simulate` would with its settings as options
-// (a chunks setting applies only to schedules that take chunks, as in compare). Never throws:
-// a configuration that cannot run is a row with status "error".
+// The options of `bubblesim simulate` that configuration `c` stands for.
+po::variables_map configuration_options(const analysis::StudyConfiguration& c,
+                                        const po::options_description& run_options) {
+  std::vector<std::string> args;
+  for (const analysis::StudySetting& s : c.settings) {
+    if (s.key == "schedule") continue;
+    args.push_back("--" + s.key);
+    args.push_back(s.value);
+  }
+  po::variables_map vm;
+  po::store(po::command_line_parser(args).options(run_options).run(), vm);
+  po::notify(vm);
+  return vm;
+}
+
+// Simulates configuration `c` as `bubblesim simulate` would with its settings as options (a
+// chunks setting applies only to schedules that take chunks, as in compare); with a
+// `record_as` name the run keeps its record for the results file.
+RunSummary simulate_settings(const analysis::StudyConfiguration& c, const RunInputs& in,
+                             const sim::ScheduleRegistry& registry,
+                             const std::string& record_as = "",
+                             const std::string& command_line = "") {
+  const sim::ScheduleGenerator& generator = registry.get(c.find("schedule")->value);
+  return simulate_generated(generator, params_for(in, generator, true), in, record_as,
+                            command_line);
+}
+
+// Simulates configuration `index` (simulate_settings). Never throws: a configuration that
+// cannot run is a row with status "error".
 analysis::SweepRow simulate_configuration(const analysis::StudyConfiguration& c, int index,
                                           const po::options_description& run_options,
                                           const sim::ScheduleRegistry& registry) {
   analysis::SweepRow row = row_from_settings(c, index);
   try {
-    std::vector<std::string> args;
-    for (const analysis::StudySetting& s : c.settings) {
-      if (s.key == "schedule") continue;
-      args.push_back("--" + s.key);
-      args.push_back(s.value);
-    }
-    po::variables_map vm;
-    po::store(po::command_line_parser(args).options(run_options).run(), vm);
-    po::notify(vm);
+    const po::variables_map vm = configuration_options(c, run_options);
     const RunInputs in = read_run_inputs(vm);
-    const sim::ScheduleGenerator& generator = registry.get(row.schedule);
-    const RunSummary run = simulate_generated(generator, params_for(in, generator, true), in);
+    const RunSummary run = simulate_settings(c, in, registry);
     const sim::DeviceCosts& d0 = in.device_costs.front();
     row.pp = run.params.pp;
     row.microbatches = run.params.microbatches;
@@ -136,6 +154,35 @@ analysis::SweepRow simulate_configuration(const analysis::StudyConfiguration& c,
   return row;
 }
 
+// The `count` completed rows with the shortest iteration (ties: the earlier row), simulated
+// again with their records, as runs "sweep-best-1", "sweep-best-2", ... of the results file.
+std::vector<analysis::RunRecord> best_runs(
+    const std::vector<std::optional<analysis::SweepRow>>& rows, const analysis::Study& study,
+    std::size_t count, const po::options_description& run_options,
+    const sim::ScheduleRegistry& registry, const std::string& command_line) {
+  std::vector<const analysis::SweepRow*> ok;
+  for (const std::optional<analysis::SweepRow>& row : rows) {
+    if (row && row->status == "ok") ok.push_back(&*row);
+  }
+  count = std::min(count, ok.size());
+  std::partial_sort(ok.begin(), ok.begin() + static_cast<std::ptrdiff_t>(count), ok.end(),
+                    [](const analysis::SweepRow* a, const analysis::SweepRow* b) {
+                      return a->iteration_time_ms != b->iteration_time_ms
+                                 ? a->iteration_time_ms < b->iteration_time_ms
+                                 : a->index < b->index;
+                    });
+  std::vector<analysis::RunRecord> records;
+  for (std::size_t k = 0; k < count; ++k) {
+    const analysis::StudyConfiguration& c =
+        study.configurations[static_cast<std::size_t>(ok[k]->index)];
+    const RunInputs in = read_run_inputs(configuration_options(c, run_options));
+    RunSummary run =
+        simulate_settings(c, in, registry, "sweep-best-" + std::to_string(k + 1), command_line);
+    records.push_back(std::move(*run.record));
+  }
+  return records;
+}
+
 }  // namespace
 
 int cmd_sweep(const std::vector<std::string>& args, const std::string& command_line,
@@ -153,6 +200,9 @@ int cmd_sweep(const std::vector<std::string>& args, const std::string& command_l
      "would (rerun to continue)")
     ("restart", po::bool_switch(),
      "discard the file's sweep table instead of resuming from it")
+    ("keep-best", po::value<int>()->default_value(0),
+     "once every configuration is done, also keep the full runs (ops, transfers, memory) of "
+     "the N fastest as /runs/sweep-best-1..N (replacing runs of those names)")
     ("progress", po::value<std::string>()->default_value("auto"),
      "on standard error: bar (redrawn), lines (one every 5 s), none; auto: bar on a terminal, "
      "else lines");
@@ -160,7 +210,7 @@ int cmd_sweep(const std::vector<std::string>& args, const std::string& command_l
   po::variables_map vm;
   if (!(parse_command(args, desc, vm, out,
                       "usage: bubblesim sweep STUDY.yaml --out FILE.h5 [-j N] [--limit N] "
-                      "[--restart] [--progress auto|bar|lines|none]\n\n"
+                      "[--restart] [--keep-best N] [--progress auto|bar|lines|none]\n\n"
                       "Simulates every configuration of a study in parallel and writes one row "
                       "per configuration (inputs, metrics, status) to /sweep/table. Ctrl-C stops "
                       "cleanly; rerunning the same command resumes.",
@@ -182,6 +232,8 @@ int cmd_sweep(const std::vector<std::string>& args, const std::string& command_l
     limit = vm["limit"].as<long long>();
     if (*limit < 0) throw InvalidArgument("option --limit: expected a count >= 0");
   }
+  const int keep_best = vm["keep-best"].as<int>();
+  if (keep_best < 0) throw InvalidArgument("option --keep-best: expected a count >= 0");
   const Progress::Mode mode = progress_mode(vm["progress"].as<std::string>(), err);
 
   // Everything is checked before anything is simulated or written.
@@ -289,8 +341,17 @@ int cmd_sweep(const std::vector<std::string>& args, const std::string& command_l
   if (interrupted || stopped_by_limit) {
     fmt::print(out, "stopped {}: rerun the same command to simulate the {} left\n",
                interrupted ? "by Ctrl-C" : "by --limit", total - present);
+    return interrupted ? 130 : 0;
   }
-  return interrupted ? 130 : 0;
+  if (keep_best > 0) {
+    const std::vector<analysis::RunRecord> best = best_runs(
+        rows, study, static_cast<std::size_t>(keep_best), run_options, registry, command_line);
+    analysis::write_runs(out_path, best, writer, true);
+    fmt::print(out,
+               "kept the full runs of the {} fastest configurations as /runs/sweep-best-1..{}\n",
+               best.size(), best.size());
+  }
+  return 0;
 }
 
 }  // namespace bubblesim::cli

@@ -1,6 +1,7 @@
 // The transformer cost and memory model and its YAML files (../shared/reference/zero-bubble.md
 // §1, §8).
 #include "models/transformer.h"
+#include "tests/temp_path.h"
 
 #include <gtest/gtest.h>
 
@@ -79,7 +80,7 @@ TEST(Transformer, CataloguesTheDatasheetGpus) {
 }
 
 std::string write_file(const std::string& text) {
-  const std::string path = ::testing::TempDir() + "model_test.yaml";
+  const std::string path = bubblesim::testing::temp_path("model_test.yaml");
   std::ofstream(path) << text;
   return path;
 }

@@ -1,6 +1,7 @@
 // Kineto trace import: the real traces against an independent count, exact attribution on a
 // synthetic trace, labels, NCCL names and the errors of bad input.
 #include "traces/kineto_trace.h"
+#include "tests/temp_path.h"
 
 #include <gtest/gtest.h>
 
@@ -26,9 +27,7 @@ const std::string kTraces = BUBBLESIM_SHARED_DATA "/traces/";
 #define REQUIRE_REAL_TRACES() \
   if (!std::filesystem::exists(kTraces)) GTEST_SKIP() << "no real traces at " << kTraces
 
-std::string temp_path(const std::string& name) {
-  return ::testing::TempDir() + name;
-}
+using bubblesim::testing::temp_path;
 
 std::string read_gz(const std::string& path) {
   gzFile f = gzopen(path.c_str(), "rb");

@@ -1,6 +1,7 @@
 // Perfetto export: valid Chrome-trace JSON with the documented tracks, and export -> import
 // gives back every op's times to the nanosecond.
 #include "traces/perfetto_export.h"
+#include "tests/temp_path.h"
 
 #include <gtest/gtest.h>
 #include <rapidjson/document.h>
@@ -48,7 +49,7 @@ Exported export_run(const char* name, int p, int m, const std::string& path) {
 }
 
 TEST(PerfettoExport, IsValidJsonWithComputeTransferFlowAndMemoryTracks) {
-  const std::string path = ::testing::TempDir() + "zbh1.json";
+  const std::string path = bubblesim::testing::temp_path("zbh1.json");
   const Exported e = export_run("zb-h1", 4, 8, path);
   std::ifstream in(path);
   std::stringstream text;
@@ -84,7 +85,7 @@ TEST(PerfettoExport, IsValidJsonWithComputeTransferFlowAndMemoryTracks) {
 }
 
 void expect_round_trip(const char* name, int p, int m) {
-  const std::string path = ::testing::TempDir() + name + ".json";
+  const std::string path = bubblesim::testing::temp_path(std::string(name) + ".json");
   const Exported e = export_run(name, p, m, path);
   const Profile profile = import_kineto_traces({path}, PipeliningLabeller());
   ASSERT_EQ(profile.passes.size(), e.schedule.num_ops()) << name;
@@ -112,7 +113,7 @@ TEST(PerfettoExport, ImportGivesBackEveryOpsTimes) {
 }
 
 TEST(PerfettoExport, SimulateWritesTheTraceAndNothingOnError) {
-  const std::string path = ::testing::TempDir() + "cli.json";
+  const std::string path = bubblesim::testing::temp_path("cli.json");
   std::remove(path.c_str());
   std::ostringstream out, err;
   ASSERT_EQ(
@@ -133,7 +134,7 @@ TEST(PerfettoExport, SimulateWritesTheTraceAndNothingOnError) {
 }
 
 TEST(PerfettoExport, ImportCommandPrintsTablesAndJson) {
-  const std::string path = ::testing::TempDir() + "cli2.json";
+  const std::string path = bubblesim::testing::temp_path("cli2.json");
   std::ostringstream out, err;
   ASSERT_EQ(cli::run({"simulate", "-s", "1f1b", "-p", "2", "-m", "4", "--f", "2", "--b", "3", "--w",
                       "1", "--trace-json", path},
@@ -155,7 +156,7 @@ TEST(PerfettoExport, ImportCommandPrintsTablesAndJson) {
       << table.str();
 
   std::ostringstream out3, err3;
-  const std::string bad = ::testing::TempDir() + "bad.json";
+  const std::string bad = bubblesim::testing::temp_path("bad.json");
   std::ofstream(bad) << "{\"traceEvents\": [";
   EXPECT_EQ(cli::run({"import", bad}, out3, err3), 2);
   EXPECT_EQ(out3.str(), "");

@@ -1,6 +1,7 @@
 // Schedule files: round trips of every generated schedule (DualPipe's routes and pairs in
 // their own test), and errors that name the cell.
 #include "traces/schedule_csv.h"
+#include "tests/temp_path.h"
 
 #include <gtest/gtest.h>
 
@@ -163,7 +164,7 @@ TEST(ScheduleCsv, SaveIsAtomicAndReadable) {
   sim::ScheduleRegistry registry;
   sim::add_handcrafted_schedules(registry);
   const sim::Schedule s = registry.get("zb-h2").generate({3, 6, 1});
-  const std::string path = ::testing::TempDir() + "/bubblesim_schedule_test.csv";
+  const std::string path = bubblesim::testing::temp_path("schedule_test.csv");
   save_schedule_csv(path, s);
   EXPECT_EQ(read_schedule_csv(path).device_ops, s.device_ops);
   EXPECT_THROW(save_schedule_csv("/nonexistent-dir/x.csv", s), Error);

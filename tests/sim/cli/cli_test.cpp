@@ -1,6 +1,7 @@
 // The command line: the paper's published rows through --json, determinism, and bad input.
 #include "sim/cli/cli.h"
 #include "tests/sim/cli/cli_test_util.h"
+#include "tests/temp_path.h"
 
 #include <gtest/gtest.h>
 #include <rapidjson/document.h>
@@ -389,7 +390,7 @@ TEST(Cli, BadInputGetsOneLineAndStatusTwo) {
 }
 
 TEST(Cli, ScheduleFileRoundTripsThroughSimulate) {
-  const std::string path = ::testing::TempDir() + "/bubblesim_cli_zbh2.csv";
+  const std::string path = bubblesim::testing::temp_path("cli_zbh2.csv");
   const Outcome generated = run_cli({"simulate", "-s", "zb-h2", "-p", "4", "-m", "9", "--f",
                                      "1,2,1,2", "--write-schedule", path, "--json"});
   ASSERT_EQ(generated.status, 0) << generated.err;
@@ -416,7 +417,7 @@ TEST(Cli, ScheduleFileRoundTripsThroughSimulate) {
 }
 
 TEST(Cli, DualPipeScheduleFileRoundTripsThroughSimulate) {
-  const std::string path = ::testing::TempDir() + "/bubblesim_cli_dualpipe.csv";
+  const std::string path = bubblesim::testing::temp_path("cli_dualpipe.csv");
   const std::vector<std::string> costs = {"--f", "1,2,1,2", "--comm", "0.1", "--overlap-efficiency",
                                           "0.5", "--json"};
   for (const char* name : {"dualpipe", "dualpipe-v"}) {
@@ -448,7 +449,7 @@ TEST(Cli, DualPipeScheduleFileRoundTripsThroughSimulate) {
 }
 
 TEST(Cli, OutAddsRunsToAResultsFile) {
-  const std::string path = ::testing::TempDir() + "/bubblesim_cli_out.h5";
+  const std::string path = bubblesim::testing::temp_path("cli_out.h5");
   std::filesystem::remove(path);
   const std::vector<std::string> inputs = {"-p", "4", "-m", "8", "--f", "1,2,1,2", "--comm", "0.1"};
   auto with = [&](std::vector<std::string> args) {
@@ -479,7 +480,7 @@ TEST(Cli, OutAddsRunsToAResultsFile) {
 }
 
 TEST(Cli, OutRefusesClashesAndForeignFilesWithOneLine) {
-  const std::string path = ::testing::TempDir() + "/bubblesim_cli_clash.h5";
+  const std::string path = bubblesim::testing::temp_path("cli_clash.h5");
   std::filesystem::remove(path);
   ASSERT_EQ(run_cli({"simulate", "-s", "1f1b", "-p", "2", "-m", "2", "--out", path}).status, 0);
   const auto bytes = [&] {
@@ -500,7 +501,7 @@ TEST(Cli, OutRefusesClashesAndForeignFilesWithOneLine) {
             0);
   EXPECT_EQ(analysis::ResultsReader(path).read_run("1f1b").parameters.microbatches, 4);
 
-  const std::string text = ::testing::TempDir() + "/bubblesim_cli_notes.txt";
+  const std::string text = bubblesim::testing::temp_path("cli_notes.txt");
   std::ofstream(text) << "hello\n";
   const Outcome foreign = run_cli({"simulate", "-s", "1f1b", "--out", text});
   EXPECT_EQ(foreign.status, 2);

@@ -302,5 +302,51 @@ axes:
   EXPECT_EQ(rows[3].status, "ok");
 }
 
+// --keep-best N: the N fastest completed rows also become full runs, the same as simulate
+// --out would write them, and a rerun that has nothing left to simulate keeps them.
+TEST_F(SweepTest, KeepBestAddsTheFastestRowsAsFullRuns) {
+  const std::string study = write("study.yaml", R"(fixed: {f: 2, b: 2, w: 1, comm: 0.1}
+axes:
+  schedule: [1f1b, zb-h1, zb-h2, 1f1b-i]
+  p: [4]
+  m: [6, 8]
+)");
+  const std::string out = path("best.h5");
+  const Outcome r =
+      run_cli({"sweep", study, "--out", out, "--progress", "none", "--keep-best", "3"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("kept the full runs of the 3 fastest"), std::string::npos) << r.out;
+
+  const analysis::ResultsReader reader(out);
+  std::vector<analysis::SweepRow> rows = reader.read_sweep_table();
+  ASSERT_EQ(rows.size(), 8u);
+  std::erase_if(rows, [](const analysis::SweepRow& row) { return row.status != "ok"; });
+  ASSERT_EQ(rows.size(), 7u);  // 1f1b-i needs m a multiple of p: m = 6 fails
+  std::stable_sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) {
+    return a.iteration_time_ms < b.iteration_time_ms;
+  });
+  EXPECT_EQ(reader.run_names(),
+            (std::vector<std::string>{"sweep-best-1", "sweep-best-2", "sweep-best-3"}));
+  for (int k = 0; k < 3; ++k) {
+    const analysis::SweepRow& row = rows[static_cast<std::size_t>(k)];
+    const analysis::RunRecord run = reader.read_run("sweep-best-" + std::to_string(k + 1));
+    EXPECT_EQ(run.parameters.schedule, row.schedule) << k;
+    EXPECT_EQ(run.parameters.microbatches, row.microbatches) << k;
+    EXPECT_DOUBLE_EQ(run.summary.iteration_time_ms, row.iteration_time_ms) << k;
+    EXPECT_DOUBLE_EQ(run.summary.bubble_rate, row.bubble_rate) << k;
+    // Every op of the schedule: F, B and W (or F and BW) of each stage and microbatch.
+    const std::size_t passes = row.schedule == "zb-h1" || row.schedule == "zb-h2" ? 3 : 2;
+    EXPECT_EQ(run.ops.size(), passes * static_cast<std::size_t>(row.chunks * row.pp) *
+                                  static_cast<std::size_t>(row.microbatches))
+        << k;
+  }
+
+  const Outcome again =
+      run_cli({"sweep", study, "--out", out, "--progress", "none", "--keep-best", "3"});
+  ASSERT_EQ(again.status, 0) << again.err;
+  EXPECT_EQ(analysis::ResultsReader(out).run_names().size(), 3u);
+  EXPECT_EQ(run_cli({"sweep", study, "--out", out, "--keep-best", "-1"}).status, 2);
+}
+
 }  // namespace
 }  // namespace bubblesim::cli
