@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <set>
+#include <sstream>
 #include <type_traits>
 
 #include "analysis/hdf5_io.h"
@@ -96,6 +97,19 @@ void write_run(const Where& at, hid_t runs, const RunRecord& run) {
   write_double(at, group, "max_device_span_ms", s.max_device_span_ms);
   write_double(at, group, "bubble_rate", s.bubble_rate);
   write_double(at, group, "peak_activation_memory", s.peak_activation_memory);
+  // Further fields: each an attribute, and their names in order (comma-separated) so that a
+  // reader knows them from attributes it does not.
+  std::string number_names, text_names;
+  for (const auto& [key, value] : run.extra_numbers) {
+    write_double(at, group, key.c_str(), value);
+    number_names += (number_names.empty() ? "" : ",") + key;
+  }
+  for (const auto& [key, value] : run.extra_texts) {
+    write_string(at, group, key.c_str(), value);
+    text_names += (text_names.empty() ? "" : ",") + key;
+  }
+  if (!number_names.empty()) write_string(at, group, "extra_numbers", number_names);
+  if (!text_names.empty()) write_string(at, group, "extra_texts", text_names);
 
   write_table(at, group, "ops", ops_type(), run.ops);
   const Handle transfers = write_table(at, group, "transfers", transfers_type(), run.transfers);
@@ -129,6 +143,18 @@ RunRecord read_run_group(const Where& at, hid_t group, const std::string& name) 
                     number("m_w"),      number("mem_limit")};
   run.summary = {number("iteration_time_ms"), number("max_device_span_ms"), number("bubble_rate"),
                  number("peak_activation_memory")};
+  const auto names = [&](const char* attribute) {
+    std::vector<std::string> out;
+    if (H5Aexists(group, attribute) <= 0) return out;
+    std::stringstream list(string(attribute));
+    for (std::string key; std::getline(list, key, ',');)
+      out.push_back(key);
+    return out;
+  };
+  for (const std::string& key : names("extra_numbers"))
+    run.extra_numbers.emplace_back(key, number(key.c_str()));
+  for (const std::string& key : names("extra_texts"))
+    run.extra_texts.emplace_back(key, string(key.c_str()));
   run.ops = read_table<OpRecord>(at, group, what, "ops", ops_type());
   run.transfers = read_table<TransferRecord>(at, group, what, "transfers", transfers_type());
   run.memory = read_table<MemoryRecord>(at, group, what, "memory", memory_type());

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sim/cost_model.h"
@@ -97,6 +98,12 @@ struct RunRecord {
   std::vector<TransferRecord> transfers;
   std::vector<MemoryRecord> memory;   // device by device, each in time order
   std::vector<DeviceRecord> devices;  // one per device, by device
+  // The JSON summary's further scalar fields, in its order, where the run has them (with
+  // --model, --cluster, --dp or --optimizer-sync: throughput, mfu, the all-reduce and optimizer
+  // times, oom as 0/1...): numbers, and texts such as the all-reduce algorithm. Attributes of
+  // the run group like the fields above; names are distinct and none of the fixed ones.
+  std::vector<std::pair<std::string, double>> extra_numbers;
+  std::vector<std::pair<std::string, std::string>> extra_texts;
 
   friend bool operator==(const RunRecord&, const RunRecord&) = default;
 };

@@ -208,6 +208,7 @@ RunSummary run_replicated(std::string name, sim::Schedule& schedule,
   if (recording != nullptr) {
     run.record = analysis::make_run_record(record_header(*recording, name, params, in), schedule,
                                            costs, result, transfers.transfers());
+    add_summary_fields(*run.record, run);
   }
   return run;
 }
@@ -249,6 +250,7 @@ RunSummary run_schedule(std::string name, sim::Schedule& schedule,
   if (recording != nullptr) {
     run.record = analysis::make_run_record(record_header(*recording, name, params, in), schedule,
                                            costs, result, transfers.transfers());
+    add_summary_fields(*run.record, run);
   }
   return run;
 }

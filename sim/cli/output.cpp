@@ -83,6 +83,33 @@ void put_summary(Writer& w, const RunSummary& run) {
   put(w, "peak_activation_memory", m.peak_activation_memory);
 }
 
+}  // namespace
+
+void add_summary_fields(analysis::RunRecord& record, const RunSummary& run) {
+  record.summary.iteration_time_ms = sim::ns_to_ms(iteration_time_ns(run));
+  auto& numbers = record.extra_numbers;
+  numbers.emplace_back("parameters_per_device", run.parameters_per_device);
+  if (!run.static_memory_bytes.empty())
+    numbers.emplace_back("peak_memory_bytes", max_peak_memory_bytes(run));
+  if (run.samples_per_microbatch > 0) {
+    numbers.emplace_back("samples_per_gpu_per_s", samples_per_gpu_per_s(run));
+    numbers.emplace_back("throughput_samples_per_s", throughput_samples_per_s(run));
+  }
+  if (!run.iteration) return;
+  const models::IterationTime& it = *run.iteration;
+  numbers.emplace_back("dp", run.dp);
+  numbers.emplace_back("pipeline_time_ms", sim::ns_to_ms(it.pipeline_ns));
+  numbers.emplace_back("dp_allreduce_ms", sim::ns_to_ms(it.dp_allreduce_ns));
+  numbers.emplace_back("optimizer_ms", sim::ns_to_ms(it.optimizer_ns));
+  numbers.emplace_back("optimizer_sync_ms", sim::ns_to_ms(it.sync_ns));
+  record.extra_texts.emplace_back("optimizer_sync", run.optimizer_sync);
+  record.extra_texts.emplace_back("allreduce", run.allreduce);
+  if (run.samples_per_microbatch > 0) numbers.emplace_back("mfu", mfu(run));
+  if (!run.capacity_bytes.empty()) numbers.emplace_back("oom", oom(run) ? 1 : 0);
+}
+
+namespace {
+
 void write_object(Writer& w, const RunSummary& run) {
   const sim::Metrics& m = run.metrics;
   w.StartObject();

@@ -78,6 +78,11 @@ struct SweepPoint {
   RunSummary run;
 };
 
+// Completes `record`, the run's record for the results file, with the JSON summary's scalar
+// fields beyond the record's fixed ones (RunRecord::extra_numbers and extra_texts), and makes
+// its iteration time the JSON's (with the all-reduce and optimizer step when there are some).
+void add_summary_fields(analysis::RunRecord& record, const RunSummary& run);
+
 // One JSON object (DESIGN.md §4) for a run, with `parameters_per_device` added.
 void write_json(std::ostream& out, const RunSummary& run);
 // A JSON array of such objects.

@@ -94,12 +94,15 @@ RunRecord empty_run() {
 const WriterInfo kWriter{"0.1.0-test", "bubblesim compare --out 'a b.h5'"};
 
 TEST_F(ResultsFileTest, EveryDatasetAndAttributeRoundTripsBitExactly) {
-  const std::vector<RunRecord> runs = {
+  std::vector<RunRecord> runs = {
       simulated("zb-h1", "zb-h1", 4, 8, 1),
       simulated("zb-v with spaces", "zb-v", 3, 6, 2, std::numeric_limits<double>::infinity()),
       simulated("gpipe-single-device", "gpipe", 1, 3, 1),  // no transfers: empty dataset
       empty_run(),                                         // empty strings, arrays and datasets
   };
+  // The JSON summary's further fields (with a cluster, dp, a model), in their order.
+  runs[0].extra_numbers = {{"dp", 2}, {"mfu", 0.1 + 0.2}, {"oom", 0}};
+  runs[0].extra_texts = {{"optimizer_sync", "post-validation"}, {"allreduce", ""}};
   ASSERT_EQ(runs[2].transfers.size(), 0u);
   ASSERT_GT(runs[0].transfers.size(), 0u);
   write_runs(path("r.h5"), runs, kWriter);

@@ -2,9 +2,12 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <fstream>
 
+#include "analysis/results_file.h"
 #include "tests/sim/cli/cli_test_util.h"
+#include "tests/temp_path.h"
 
 namespace bubblesim::cli {
 namespace {
@@ -117,6 +120,38 @@ TEST(ClusterCli, DataParallelAllReduceAndMemoryFields) {
   EXPECT_FALSE(b["oom"].GetBool());
   // The paper's memory: 1F1B about 30 GB on its most loaded device.
   EXPECT_NEAR(number(a, "peak_memory_bytes") / 1e9, 30, 0.15 * 30);
+}
+
+// --out keeps the JSON summary's scalar fields as run attributes, the iteration time being the
+// JSON's (all-reduce and optimizer included).
+TEST(ClusterCli, ResultsFileKeepsTheSummaryFieldsOfTheJson) {
+  const std::string out = bubblesim::testing::temp_path("cluster_fields.h5");
+  std::remove(out.c_str());
+  const auto run = run_cli({"simulate", "-s", "zb-h1", "--model", kModel, "--cluster", kPaper,
+                            "--dp", "2", "--optimizer-sync", "allreduce", "--json", "--out", out});
+  ASSERT_EQ(run.status, 0) << run.err;
+  const auto json = parse_json(run.out);
+  const analysis::RunRecord record = analysis::ResultsReader(out).read_run("zb-h1");
+  std::remove(out.c_str());
+  EXPECT_DOUBLE_EQ(record.summary.iteration_time_ms, number(json, "iteration_time_ms"));
+  EXPECT_GT(record.summary.iteration_time_ms, number(json, "pipeline_time_ms"));
+  std::vector<std::string> names;
+  for (const auto& [key, value] : record.extra_numbers) {
+    names.push_back(key);
+    if (key == "oom") {
+      EXPECT_EQ(value, json["oom"].GetBool() ? 1 : 0);
+    } else {
+      // DOUBLE_EQ: the test's JSON parser is not a full-precision one.
+      EXPECT_DOUBLE_EQ(value, number(json, key.c_str())) << key;
+    }
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"parameters_per_device", "peak_memory_bytes",
+                                             "samples_per_gpu_per_s", "throughput_samples_per_s",
+                                             "dp", "pipeline_time_ms", "dp_allreduce_ms",
+                                             "optimizer_ms", "optimizer_sync_ms", "mfu", "oom"}));
+  ASSERT_EQ(record.extra_texts.size(), 2u);
+  EXPECT_EQ(record.extra_texts[0].second, json["optimizer_sync"].GetString());
+  EXPECT_EQ(record.extra_texts[1].second, json["allreduce"].GetString());
 }
 
 TEST(ClusterCli, OutOfMemoryNamesTheDeviceAndTheBytesOver) {
