@@ -296,10 +296,13 @@ std::string describe_inputs(const RunInputs& in) {
                                  ? fmt::format("M_B {} M_W {}", c.front().m_b, c.front().m_w)
                                  : fmt::format("M_B {:.3f} M_W {:.3f} GB (device 0)",
                                                c.front().m_b / 1e9, c.front().m_w / 1e9);
-  return fmt::format("p={} m={} | F {} B {} W {} comm {} ms | {} | F&B overlap {}{}", in.params.pp,
+  // With a cluster, transfers take the links' time for their bytes, not --comm.
+  const std::string comm = in.network ? std::string("ms, comm by the cluster's links")
+                                      : "comm " + ms_list(c, &sim::DeviceCosts::comm_ns) + " ms";
+  return fmt::format("p={} m={} | F {} B {} W {} {} | {} | F&B overlap {}{}", in.params.pp,
                      in.params.microbatches, ms_list(c, &sim::DeviceCosts::f_ns),
-                     ms_list(c, &sim::DeviceCosts::b_ns), ms_list(c, &sim::DeviceCosts::w_ns),
-                     ms_list(c, &sim::DeviceCosts::comm_ns), memory, c.front().overlap_efficiency,
+                     ms_list(c, &sim::DeviceCosts::b_ns), ms_list(c, &sim::DeviceCosts::w_ns), comm,
+                     memory, c.front().overlap_efficiency,
                      in.default_example
                          ? "\n(default example: the zero-bubble paper's 1.5B model as profiled "
                            "in its Tables 5 and 9)"
