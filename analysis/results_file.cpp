@@ -174,6 +174,9 @@ struct SweepRowH5 {
   const char* model;
   const char* gpu;
   double iteration_time_ms, max_device_span_ms, bubble_rate, peak_activation_memory;
+  const char* cluster;
+  std::int32_t dp;
+  double peak_memory_bytes, samples_per_gpu_per_s;
   const char* status;
   const char* error;
 };
@@ -201,6 +204,10 @@ Handle sweep_type() {
                         {"max_device_span_ms", HOFFSET(SweepRowH5, max_device_span_ms), d},
                         {"bubble_rate", HOFFSET(SweepRowH5, bubble_rate), d},
                         {"peak_activation_memory", HOFFSET(SweepRowH5, peak_activation_memory), d},
+                        {"cluster", HOFFSET(SweepRowH5, cluster), s},
+                        {"dp", HOFFSET(SweepRowH5, dp), i},
+                        {"peak_memory_bytes", HOFFSET(SweepRowH5, peak_memory_bytes), d},
+                        {"samples_per_gpu_per_s", HOFFSET(SweepRowH5, samples_per_gpu_per_s), d},
                         {"status", HOFFSET(SweepRowH5, status), s},
                         {"error", HOFFSET(SweepRowH5, error), s}});
 }
@@ -228,6 +235,10 @@ void write_sweep(const Where& at, hid_t file, const std::vector<SweepRow>& rows)
                   r.max_device_span_ms,
                   r.bubble_rate,
                   r.peak_activation_memory,
+                  r.cluster.c_str(),
+                  r.dp,
+                  r.peak_memory_bytes,
+                  r.samples_per_gpu_per_s,
                   r.status.c_str(),
                   r.error.c_str()});
   }
@@ -265,6 +276,10 @@ std::vector<SweepRow> read_sweep(const Where& at, hid_t file) {
                     r.max_device_span_ms,
                     r.bubble_rate,
                     r.peak_activation_memory,
+                    str(r.cluster),
+                    r.dp,
+                    r.peak_memory_bytes,
+                    r.samples_per_gpu_per_s,
                     str(r.status),
                     str(r.error)});
   }

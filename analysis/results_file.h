@@ -74,6 +74,12 @@ struct SweepRow {
   double max_device_span_ms = 0;
   double bubble_rate = 0;
   double peak_activation_memory = 0;
+  std::string cluster;  // --cluster file, "" for none
+  std::int32_t dp = 1;  // data-parallel replicas
+  // With a model (else 0): the largest device peak, static plus activations, and samples per
+  // second per GPU over the iteration (all-reduce and optimizer step included).
+  double peak_memory_bytes = 0;
+  double samples_per_gpu_per_s = 0;
   std::string status;  // "ok", or "error" (then `error` says why and the metrics are 0)
   std::string error;
 

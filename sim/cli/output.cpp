@@ -26,21 +26,12 @@ void put(Writer& w, const char* key, double value) {
 double peak_memory_bytes(const RunSummary& run, const sim::DeviceMetrics& d) {
   return run.static_memory_bytes[static_cast<std::size_t>(d.device)] + d.peak_activation_memory;
 }
-double max_peak_memory_bytes(const RunSummary& run) {
-  double peak = 0;
-  for (const sim::DeviceMetrics& d : run.metrics.devices)
-    peak = std::max(peak, peak_memory_bytes(run, d));
-  return peak;
-}
 
 // Samples per second over the iteration (first op to last op, or iteration_time_ns), with
 // --model, all replicas together; and per GPU.
 double throughput_samples_per_s(const RunSummary& run) {
   return static_cast<double>(run.dp) * run.params.microbatches * run.samples_per_microbatch /
          (sim::ns_to_ms(iteration_time_ns(run)) / 1e3);
-}
-double samples_per_gpu_per_s(const RunSummary& run) {
-  return throughput_samples_per_s(run) / (static_cast<double>(run.dp) * run.params.pp);
 }
 // Model FLOPs over the devices' dense peak in the iteration, with --model and `iteration`.
 double mfu(const RunSummary& run) {
@@ -84,6 +75,17 @@ void put_summary(Writer& w, const RunSummary& run) {
 }
 
 }  // namespace
+
+double max_peak_memory_bytes(const RunSummary& run) {
+  double peak = 0;
+  for (const sim::DeviceMetrics& d : run.metrics.devices)
+    peak = std::max(peak, peak_memory_bytes(run, d));
+  return peak;
+}
+
+double samples_per_gpu_per_s(const RunSummary& run) {
+  return throughput_samples_per_s(run) / (static_cast<double>(run.dp) * run.params.pp);
+}
 
 void add_summary_fields(analysis::RunRecord& record, const RunSummary& run) {
   record.summary.iteration_time_ms = sim::ns_to_ms(iteration_time_ns(run));

@@ -71,6 +71,10 @@ struct RunSummary {
 
 // The iteration time of a run: RunSummary::iteration's when there is one, else the pipeline's.
 sim::TimeNs iteration_time_ns(const RunSummary& run);
+// With --model: the largest device peak of static plus activation memory, in bytes.
+double max_peak_memory_bytes(const RunSummary& run);
+// With --model: samples per second per GPU over the iteration, all replicas together.
+double samples_per_gpu_per_s(const RunSummary& run);
 
 // One point of a --mem-limit-sweep: the limit as a multiple of p M_B, and the run.
 struct SweepPoint {

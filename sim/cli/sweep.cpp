@@ -88,6 +88,8 @@ analysis::SweepRow row_from_settings(const analysis::StudyConfiguration& c, int 
   row.mem_limit = number("mem-limit");
   row.model = text("model");
   row.gpu = text("gpu");
+  row.cluster = text("cluster");
+  row.dp = std::max(1, static_cast<std::int32_t>(number("dp")));
   return row;
 }
 
@@ -144,6 +146,11 @@ analysis::SweepRow simulate_configuration(const analysis::StudyConfiguration& c,
     row.max_device_span_ms = sim::ns_to_ms(run.metrics.max_device_span_ns);
     row.bubble_rate = run.metrics.bubble_rate;
     row.peak_activation_memory = run.metrics.peak_activation_memory;
+    row.dp = run.dp;
+    if (!run.static_memory_bytes.empty()) {
+      row.peak_memory_bytes = max_peak_memory_bytes(run);
+      row.samples_per_gpu_per_s = samples_per_gpu_per_s(run);
+    }
     row.status = "ok";
   } catch (const std::exception& e) {
     row.status = "error";

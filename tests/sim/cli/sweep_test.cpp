@@ -242,6 +242,37 @@ TEST_F(SweepTest, ClusterAxisRunsEachClusterAsSimulateWould) {
     EXPECT_EQ(rows[i].iteration_time_ms, parse_json(one.out)["iteration_time_ms"].GetDouble());
   }
   EXPECT_GT(rows[1].iteration_time_ms, rows[0].iteration_time_ms + 7 * 10);  // 10 ms hops
+  EXPECT_EQ(rows[1].cluster, path("slow.yaml"));  // resolved against the study's folder
+  EXPECT_EQ(rows[1].dp, 1);
+  EXPECT_EQ(rows[1].samples_per_gpu_per_s, 0);  // no model: no samples
+}
+
+// With a model and data parallelism the table has the throughput and memory columns of the
+// JSON.
+TEST_F(SweepTest, ModelAndDpRowsCarryThroughputAndMemory) {
+  const std::string model = BUBBLESIM_SOURCE_DIR "/models/examples/gpt-1.5b.yaml";
+  const std::string cluster = BUBBLESIM_SOURCE_DIR "/models/examples/a100-4x8-roce.yaml";
+  const std::string study =
+      write("study.yaml", "fixed: {schedule: zb-h1, model: " + model + ", cluster: " + cluster +
+                              "}\naxes:\n  dp: [1, 2]\n");
+  const std::string out = path("dp.h5");
+  const Outcome r = run_cli({"sweep", study, "--out", out, "--progress", "none"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto rows = analysis::ResultsReader(out).read_sweep_table();
+  ASSERT_EQ(rows.size(), 2u);
+  for (std::size_t i = 0; i < 2; ++i) {
+    ASSERT_EQ(rows[i].status, "ok") << rows[i].error;
+    EXPECT_EQ(rows[i].dp, static_cast<int>(i + 1));
+    const Outcome one = run_cli({"simulate", "-s", "zb-h1", "--model", model, "--cluster", cluster,
+                                 "--dp", std::to_string(i + 1), "--json"});
+    ASSERT_EQ(one.status, 0) << one.err;
+    const auto json = parse_json(one.out);
+    EXPECT_DOUBLE_EQ(rows[i].samples_per_gpu_per_s, json["samples_per_gpu_per_s"].GetDouble());
+    EXPECT_DOUBLE_EQ(rows[i].peak_memory_bytes, json["peak_memory_bytes"].GetDouble());
+    EXPECT_DOUBLE_EQ(rows[i].iteration_time_ms, json["iteration_time_ms"].GetDouble());
+  }
+  // Two replicas add the gradient all-reduce: fewer samples per GPU per second.
+  EXPECT_LT(rows[1].samples_per_gpu_per_s, rows[0].samples_per_gpu_per_s);
 }
 
 struct BadStudy {
