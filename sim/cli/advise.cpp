@@ -4,11 +4,13 @@
 #include <fmt/format.h>
 #include <fmt/ostream.h>
 
+#include <algorithm>
 #include <boost/program_options.hpp>
 #include <map>
 #include <sstream>
 
 #include "analysis/advise.h"
+#include "models/cluster.h"
 #include "sim/cli/commands.h"
 #include "sim/cli/progress.h"
 
@@ -136,6 +138,37 @@ void write_why(std::ostream& out, const std::vector<analysis::AdviseCandidate>& 
   }
 }
 
+// The hardware of a cluster file as advise models it (one GPU type, one link; docs/advise.md):
+// its device count; its slowest device (the lowest dense peak over time factor) with the
+// smallest memory of any device, so that a choice that fits and keeps pace there does so on
+// every device; and the link between nodes, or inside the node for a one-node cluster.
+analysis::AdviseHardware cluster_hardware(const models::Cluster& cluster) {
+  analysis::AdviseHardware hw;
+  hw.gpus = cluster.num_devices();
+  std::size_t slowest = 0;
+  for (std::size_t d = 0; d < cluster.gpus.size(); ++d) {
+    const auto rate = [&](std::size_t i) {
+      return cluster.gpus[i].dense_bf16_tflops / cluster.time_factor[i];
+    };
+    if (rate(d) < rate(slowest)) slowest = d;
+  }
+  hw.gpu = cluster.gpus[slowest];
+  if (cluster.time_factor[slowest] != 1) {
+    hw.gpu.name += " slowed x" + format_number(cluster.time_factor[slowest]);
+    hw.gpu.dense_bf16_tflops /= cluster.time_factor[slowest];
+  }
+  for (const models::GpuSpec& g : cluster.gpus) {
+    hw.gpu.memory_gb = std::min(hw.gpu.memory_gb, g.memory_gb);
+    hw.gpu.memory_bandwidth_gbps = std::min(hw.gpu.memory_bandwidth_gbps, g.memory_bandwidth_gbps);
+  }
+  const bool one_node = std::all_of(cluster.node.begin(), cluster.node.end(),
+                                    [&](int n) { return n == cluster.node.front(); });
+  const models::LinkSpec& link = one_node ? cluster.intra_node : cluster.inter_node;
+  hw.link_bandwidth_gbps = link.bandwidth_gb_per_s;
+  hw.link_latency_ms = link.latency_us / 1e3;
+  return hw;
+}
+
 }  // namespace
 
 int cmd_advise(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
@@ -147,6 +180,9 @@ int cmd_advise(const std::vector<std::string>& args, std::ostream& out, std::ost
     ("gpu", po::value<std::string>()->default_value("A100-80GB"),
      "GPU type: A100-40GB, A100-80GB, H100-SXM, H200, L40S")
     ("gpus", po::value<int>()->default_value(8), "GPUs N: p divides N, the rest is data parallel")
+    ("cluster", po::value<std::string>(),
+     "cluster file (docs/cluster-format.md) instead of --gpu, --gpus and the link options: its "
+     "device count, its slowest GPU and smallest memory, its link between nodes")
     ("mem-budget-gb", po::value<double>(), "memory per GPU in GB (10^9 bytes); default the GPU's")
     ("global-batch", po::value<int>(),
      "samples per iteration over all pipelines, G (default 3 x N x the model's microbatch_size)")
@@ -167,22 +203,38 @@ int cmd_advise(const std::vector<std::string>& args, std::ostream& out, std::ost
      "on standard error when the search takes over 1 s: bar, lines, none, auto");
   // clang-format on
   po::variables_map vm;
-  if (!parse_command(args, desc, vm, out,
-                     "usage: bubblesim advise --model FILE.yaml [--gpu NAME] [--gpus N] "
-                     "[--mem-budget-gb X] [--global-batch G] [--microbatch-sizes LIST] "
-                     "[--chunks LIST] [--schedules LIST] [--top K]\n\n"
-                     "Simulates every schedule, pipeline size p (a divisor of N; N/p data-parallel "
-                     "pipelines), microbatch size and chunk count for the model, and lists the "
-                     "highest predicted throughputs that fit in memory, then why the others "
-                     "lost. Exit status 2 when nothing fits.")) {
+  if (!parse_command(
+          args, desc, vm, out,
+          "usage: bubblesim advise --model FILE.yaml [--gpu NAME --gpus N | --cluster FILE] "
+          "[--mem-budget-gb X] [--global-batch G] [--microbatch-sizes LIST] "
+          "[--chunks LIST] [--schedules LIST] [--top K]\n\n"
+          "Simulates every schedule, pipeline size p (a divisor of N; N/p data-parallel "
+          "pipelines), microbatch size and chunk count for the model, and lists the "
+          "highest predicted throughputs that fit in memory, then why the others "
+          "lost. Exit status 2 when nothing fits.")) {
     return 0;
   }
   if (vm.count("model") == 0) throw InvalidArgument("option --model: give a model file");
   analysis::AdviseSearch search;
   search.model = models::load_transformer(vm["model"].as<std::string>());
   analysis::AdviseHardware& hw = search.hardware;
-  hw.gpu = models::find_gpu(vm["gpu"].as<std::string>());
-  hw.gpus = vm["gpus"].as<int>();
+  std::string cluster_name;
+  if (vm.count("cluster") != 0) {
+    for (const char* option : {"gpu", "gpus", "link-gbps", "link-latency-ms"}) {
+      if (!vm[option].defaulted()) {
+        throw InvalidArgument(std::string("option --") + option +
+                              ": the cluster file gives it; leave out one of the two");
+      }
+    }
+    const models::Cluster cluster = models::load_cluster(vm["cluster"].as<std::string>());
+    hw = cluster_hardware(cluster);
+    cluster_name = cluster.name;
+  } else {
+    hw.gpu = models::find_gpu(vm["gpu"].as<std::string>());
+    hw.gpus = vm["gpus"].as<int>();
+    hw.link_bandwidth_gbps = vm["link-gbps"].as<double>();
+    hw.link_latency_ms = vm["link-latency-ms"].as<double>();
+  }
   if (hw.gpus < 1 || hw.gpus > 65536) {
     throw InvalidArgument("option --gpus: expected 1 to 65536 GPUs, got " +
                           std::to_string(hw.gpus));
@@ -201,8 +253,6 @@ int cmd_advise(const std::vector<std::string>& args, std::ostream& out, std::ost
     throw InvalidArgument("option --efficiency: expected a fraction in (0, 1], got " +
                           format_number(hw.efficiency));
   }
-  hw.link_bandwidth_gbps = vm["link-gbps"].as<double>();
-  hw.link_latency_ms = vm["link-latency-ms"].as<double>();
   search.global_batch = vm.count("global-batch") != 0 ? vm["global-batch"].as<int>()
                                                       : 3 * hw.gpus * search.model.microbatch_size;
   search.microbatch_sizes =
@@ -238,11 +288,11 @@ int cmd_advise(const std::vector<std::string>& args, std::ostream& out, std::ost
   progress.update(total, true);
 
   fmt::print(out,
-             "{} on {} x {} ({:.2f} GB budget per GPU, efficiency {}), global batch {} "
+             "{} on {}{} x {} ({:.2f} GB budget per GPU, efficiency {}), global batch {} "
              "samples, links {} GB/s\n",
-             search.model.name, hw.gpus, hw.gpu.name, gb(hw.memory_budget_bytes),
-             format_number(hw.efficiency), search.global_batch,
-             format_number(hw.link_bandwidth_gbps));
+             search.model.name, cluster_name.empty() ? "" : "cluster " + cluster_name + " as ",
+             hw.gpus, hw.gpu.name, gb(hw.memory_budget_bytes), format_number(hw.efficiency),
+             search.global_batch, format_number(hw.link_bandwidth_gbps));
   std::vector<analysis::AdviseCandidate> best;
   for (const analysis::AdviseCandidate& c : ranked) {
     if (c.outcome == analysis::AdviseOutcome::kFits && best.size() < static_cast<std::size_t>(top))

@@ -6,9 +6,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
+#include <fstream>
 
 #include "sim/cli/commands.h"
 #include "tests/sim/cli/cli_test_util.h"
+#include "tests/temp_path.h"
 
 namespace bubblesim::analysis {
 namespace {
@@ -98,6 +101,44 @@ TEST(AdviseTest, OutputIsTheSameOnOneThreadAndOnMany) {
   EXPECT_NE(one.out.find("top 5 that fit:"), std::string::npos) << one.out;
   EXPECT_NE(one.out.find("why the others lost"), std::string::npos) << one.out;
   EXPECT_NE(one.out.find("gpipe"), std::string::npos) << one.out;
+}
+
+// --cluster is the same search as the options it stands for: the device count, the slowest
+// device with the smallest memory, and the link between nodes.
+TEST(AdviseTest, ClusterStandsForItsSlowestGpuAndItsLinkBetweenNodes) {
+  const std::string cluster = bubblesim::testing::temp_path("advise_cluster.yaml");
+  std::ofstream(cluster)
+      << "name: two-kinds\nnodes:\n"
+         "  - {count: 1, gpus_per_node: 4, gpu: H100-SXM}\n"
+         "  - {count: 1, gpus_per_node: 4, gpu: A100-40GB}\n"
+         "links:\n"
+         "  intra_node: {type: nvlink, bandwidth_gb_per_s: 300, latency_us: 3}\n"
+         "  inter_node: {type: infiniband, bandwidth_gb_per_s: 25, latency_us: 7}\n";
+  const auto from_cluster = run_cli({"advise", "--model", kModel, "--cluster", cluster,
+                                     "--schedules", "1f1b,zb-h1", "--progress", "none"});
+  std::remove(cluster.c_str());
+  ASSERT_EQ(from_cluster.status, 0) << from_cluster.err;
+  EXPECT_NE(from_cluster.out.find("on cluster two-kinds as 8 x A100-40GB (40.00 GB budget"),
+            std::string::npos)
+      << from_cluster.out;
+  const auto by_hand = run_cli({"advise", "--model", kModel, "--gpu", "A100-40GB", "--gpus", "8",
+                                "--link-gbps", "25", "--link-latency-ms", "0.007", "--schedules",
+                                "1f1b,zb-h1", "--progress", "none"});
+  ASSERT_EQ(by_hand.status, 0) << by_hand.err;
+  const auto body = [](const std::string& text) { return text.substr(text.find('\n')); };
+  EXPECT_EQ(body(from_cluster.out), body(by_hand.out));
+
+  // A slowed device is the slowest: the shipped mixed example's A100 at 1.2 times the time.
+  const auto mixed = run_cli({"advise", "--model", kModel, "--cluster",
+                              BUBBLESIM_SOURCE_DIR "/models/examples/mixed-a100-h100.yaml",
+                              "--schedules", "1f1b", "--progress", "none"});
+  ASSERT_EQ(mixed.status, 0) << mixed.err;
+  EXPECT_NE(mixed.out.find("8 x A100-80GB slowed x1.2 (80.00 GB budget"), std::string::npos)
+      << mixed.out;
+  const auto both = run_cli({"advise", "--model", kModel, "--cluster", cluster, "--gpus", "4"});
+  EXPECT_EQ(both.status, 2);
+  EXPECT_NE(both.err.find("option --gpus: the cluster file gives it"), std::string::npos)
+      << both.err;
 }
 
 TEST(AdviseTest, TinyBudgetReportsEverythingOutOfMemoryWithStatus2) {
