@@ -10,6 +10,8 @@
 #include <cstring>
 #include <fstream>
 #include <memory>
+#include <string_view>
+#include <type_traits>
 #include <unordered_map>
 
 namespace bubblesim::profiler {
@@ -37,14 +39,29 @@ void write_string(JsonWriter& w, const std::string& s) {
   w.String(s.data(), static_cast<rapidjson::SizeType>(s.size()));
 }
 
+// One key and its value: integers as JSON integers (signed or not), bool, double, text.
+template <class T>
+void field(JsonWriter& w, const char* k, const T& value) {
+  w.Key(k);
+  if constexpr (std::is_same_v<T, bool>) {
+    w.Bool(value);
+  } else if constexpr (std::is_integral_v<T> && std::is_signed_v<T>) {
+    w.Int64(static_cast<std::int64_t>(value));
+  } else if constexpr (std::is_integral_v<T>) {
+    w.Uint64(static_cast<std::uint64_t>(value));
+  } else if constexpr (std::is_floating_point_v<T>) {
+    w.Double(value);
+  } else {
+    const std::string_view text(value);
+    w.String(text.data(), static_cast<rapidjson::SizeType>(text.size()));
+  }
+}
+
 void write_clock(JsonWriter& w, const ClockTriple& c) {
   w.StartObject();
-  key(w, "cupti_ns");
-  w.Int64(c.cupti_ns);
-  key(w, "realtime_ns");
-  w.Int64(c.realtime_ns);
-  key(w, "monotonic_ns");
-  w.Int64(c.monotonic_ns);
+  field(w, "cupti_ns", c.cupti_ns);
+  field(w, "realtime_ns", c.realtime_ns);
+  field(w, "monotonic_ns", c.monotonic_ns);
   w.EndObject();
 }
 
@@ -89,43 +106,28 @@ const char* collective_text(traces::Collective c) {
 void write_header(JsonWriter& w, const Capture& c, std::size_t unmatched) {
   const CaptureHeader& h = c.header;
   w.StartObject();
-  key(w, "format");
-  w.String("bubblesim-profiler");
-  key(w, "format_version");
-  w.Int(1);
-  key(w, "status");
-  write_string(w, h.status);
-  key(w, "cuda_runtime_version");
-  w.Int(h.cuda_runtime_version);
-  key(w, "cuda_driver_version");
-  w.Int(h.cuda_driver_version);
-  key(w, "cupti_api_version");
-  w.Uint(h.cupti_api_version);
-  key(w, "nccl_version");
-  w.Int(h.nccl_version);
-  key(w, "built_cuda_version");
-  w.Int(h.built_cuda_version);
+  field(w, "format", "bubblesim-profiler");
+  field(w, "format_version", 1);
+  field(w, "status", h.status);
+  field(w, "cuda_runtime_version", h.cuda_runtime_version);
+  field(w, "cuda_driver_version", h.cuda_driver_version);
+  field(w, "cupti_api_version", h.cupti_api_version);
+  field(w, "nccl_version", h.nccl_version);
+  field(w, "built_cuda_version", h.built_cuda_version);
   key(w, "devices");
   w.StartArray();
   for (const DeviceName& d : h.devices) {
     w.StartObject();
-    key(w, "id");
-    w.Uint(d.id);
-    key(w, "name");
-    write_string(w, d.name);
+    field(w, "id", d.id);
+    field(w, "name", d.name);
     w.EndObject();
   }
   w.EndArray();
-  key(w, "rank");
-  w.Int(h.rank);
-  key(w, "local_rank");
-  w.Int(h.local_rank);
-  key(w, "world_size");
-  w.Int(h.world_size);
-  key(w, "pid");
-  w.Int64(h.pid);
-  key(w, "hostname");
-  write_string(w, h.hostname);
+  field(w, "rank", h.rank);
+  field(w, "local_rank", h.local_rank);
+  field(w, "world_size", h.world_size);
+  field(w, "pid", h.pid);
+  field(w, "hostname", h.hostname);
   key(w, "clock");
   w.String("cuptiGetTimestamp (CLOCK_REALTIME on Linux), ns; ts/dur in us");
   key(w, "clock_start");
@@ -160,16 +162,11 @@ void write_header(JsonWriter& w, const Capture& c, std::size_t unmatched) {
 
 void write_event_head(JsonWriter& w, const char* cat, const std::string& name, std::int64_t pid,
                       std::int64_t tid, std::int64_t start_ns, std::int64_t end_ns) {
-  key(w, "ph");
-  w.String("X");
-  key(w, "cat");
-  w.String(cat);
-  key(w, "name");
-  write_string(w, name);
-  key(w, "pid");
-  w.Int64(pid);
-  key(w, "tid");
-  w.Int64(tid);
+  field(w, "ph", "X");
+  field(w, "cat", cat);
+  field(w, "name", name);
+  field(w, "pid", pid);
+  field(w, "tid", tid);
   key(w, "ts");
   write_us(w, start_ns);
   key(w, "dur");
@@ -190,16 +187,12 @@ void write_nccl_args(JsonWriter& w, const NcclGroup& group) {
     }
   }
   if (collective != traces::Collective::Unknown) {
-    key(w, "Collective name");
-    w.String(collective_text(collective));
+    field(w, "Collective name", collective_text(collective));
   }
   if (sized) {
-    key(w, "In msg nelems");
-    w.Int64(bytes);
-    key(w, "Out msg nelems");
-    w.Int64(bytes);
-    key(w, "dtype");
-    w.String("Byte");
+    field(w, "In msg nelems", bytes);
+    field(w, "Out msg nelems", bytes);
+    field(w, "dtype", "Byte");
   }
   key(w, "peers");
   w.StartArray();
@@ -211,14 +204,10 @@ void write_nccl_args(JsonWriter& w, const NcclGroup& group) {
   w.StartArray();
   for (const NcclCall& call : group.calls) {
     w.StartObject();
-    key(w, "function");
-    write_string(w, call.function);
-    key(w, "comm_hash");
-    w.Uint64(call.comm_hash);
-    key(w, "bytes");
-    w.Int64(call.bytes);
-    key(w, "peer");
-    w.Int(call.peer);
+    field(w, "function", call.function);
+    field(w, "comm_hash", call.comm_hash);
+    field(w, "bytes", call.bytes);
+    field(w, "peer", call.peer);
     w.EndObject();
   }
   w.EndArray();
@@ -252,10 +241,8 @@ void write_chrome_trace(const Capture& c, std::ostream& out) {
   w.StartArray();
   for (const DeviceName& d : c.header.devices) {
     w.StartObject();
-    key(w, "id");
-    w.Uint(d.id);
-    key(w, "name");
-    write_string(w, d.name);
+    field(w, "id", d.id);
+    field(w, "name", d.name);
     w.EndObject();
   }
   w.EndArray();
@@ -267,11 +254,9 @@ void write_chrome_trace(const Capture& c, std::ostream& out) {
     write_event_head(w, "user_annotation", r.name, pid, r.thread, r.start_ns, r.end_ns);
     key(w, "args");
     w.StartObject();
-    key(w, "range");
-    w.Uint64(r.id);
+    field(w, "range", r.id);
     if (r.open) {
-      key(w, "open");
-      w.Bool(true);
+      field(w, "open", true);
     }
     w.EndObject();
     w.EndObject();
@@ -281,11 +266,9 @@ void write_chrome_trace(const Capture& c, std::ostream& out) {
     write_event_head(w, "cuda_runtime", launch_name(l.api), pid, l.thread, l.ts_ns, l.ts_ns);
     key(w, "args");
     w.StartObject();
-    key(w, "correlation");
-    w.Uint(l.correlation);
+    field(w, "correlation", l.correlation);
     if (l.range != kNoRange) {
-      key(w, "range");
-      w.Uint64(l.range);
+      field(w, "range", l.range);
     }
     w.EndObject();
     w.EndObject();
@@ -296,14 +279,10 @@ void write_chrome_trace(const Capture& c, std::ostream& out) {
                      k.end_ns);
     key(w, "args");
     w.StartObject();
-    key(w, "correlation");
-    w.Uint(k.correlation);
-    key(w, "device");
-    w.Uint(k.device);
-    key(w, "context");
-    w.Uint(k.context);
-    key(w, "stream");
-    w.Uint(k.stream);
+    field(w, "correlation", k.correlation);
+    field(w, "device", k.device);
+    field(w, "context", k.context);
+    field(w, "stream", k.stream);
     key(w, "grid");
     w.StartArray();
     for (std::uint32_t g : k.grid)
@@ -315,8 +294,7 @@ void write_chrome_trace(const Capture& c, std::ostream& out) {
       w.Uint(b);
     w.EndArray();
     if (k.graph) {
-      key(w, "graph");
-      w.Bool(true);
+      field(w, "graph", true);
     }
     const auto launch = launches.find(k.correlation);
     if (launch != launches.end() && launch->second->nccl_group != kNoNcclGroup) {
@@ -332,14 +310,10 @@ void write_chrome_trace(const Capture& c, std::ostream& out) {
                      m.stream, m.start_ns, m.end_ns);
     key(w, "args");
     w.StartObject();
-    key(w, "correlation");
-    w.Uint(m.correlation);
-    key(w, "device");
-    w.Uint(m.device);
-    key(w, "stream");
-    w.Uint(m.stream);
-    key(w, "bytes");
-    w.Uint64(m.bytes);
+    field(w, "correlation", m.correlation);
+    field(w, "device", m.device);
+    field(w, "stream", m.stream);
+    field(w, "bytes", m.bytes);
     w.EndObject();
     w.EndObject();
   }
