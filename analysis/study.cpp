@@ -44,6 +44,7 @@ constexpr KeySpec kKeys[] = {
     {"optimizer-ms", Kind::kNumber},
     {"comm-bytes", Kind::kNumber},
     {"grad-bytes", Kind::kNumber},
+    {"profile", Kind::kPath},
 };
 
 struct Reader {

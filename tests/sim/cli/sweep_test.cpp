@@ -247,6 +247,45 @@ TEST_F(SweepTest, ClusterAxisRunsEachClusterAsSimulateWould) {
   EXPECT_EQ(rows[1].samples_per_gpu_per_s, 0);  // no model: no samples
 }
 
+// A profile (bubblesim import --out) is a setting like any other: each row runs as simulate
+// --profile would.
+TEST_F(SweepTest, ProfileAxisRunsAsSimulateProfileWould) {
+  // A profile from a simulated timeline: export it, import it.
+  const std::string trace = path("t.json"), fast = path("fast.h5"), slow = path("slow.h5");
+  ASSERT_EQ(run_cli({"simulate", "-s", "1f1b", "-p", "4", "-m", "8", "--f", "1", "--b", "1", "--w",
+                     "0.5", "--trace-json", trace})
+                .status,
+            0);
+  ASSERT_EQ(run_cli({"import", trace, "--out", fast}).status, 0);
+  ASSERT_EQ(run_cli({"simulate", "-s", "1f1b", "-p", "4", "-m", "8", "--f", "3", "--b", "2", "--w",
+                     "1", "--trace-json", trace})
+                .status,
+            0);
+  ASSERT_EQ(run_cli({"import", trace, "--out", slow}).status, 0);
+  const std::string study =
+      write("study.yaml",
+            "fixed: {p: 4, m: 8, comm: 0}\naxes:\n  profile: [fast.h5, slow.h5]\n  schedule: "
+            "[1f1b, zb-h1]\n");
+  const std::string out = path("p.h5");
+  const Outcome r = run_cli({"sweep", study, "--out", out, "--progress", "none"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto rows = analysis::ResultsReader(out).read_sweep_table();
+  ASSERT_EQ(rows.size(), 4u);
+  for (const analysis::SweepRow& row : rows) {
+    ASSERT_EQ(row.status, "ok") << row.error;
+    const std::string profile = row.key.find("fast.h5") != std::string::npos ? fast : slow;
+    const Outcome one = run_cli({"simulate", "-s", row.schedule, "-p", "4", "-m", "8", "--comm",
+                                 "0", "--profile", profile, "--json"});
+    ASSERT_EQ(one.status, 0) << one.err;
+    EXPECT_DOUBLE_EQ(row.iteration_time_ms, parse_json(one.out)["iteration_time_ms"].GetDouble())
+        << row.key;
+  }
+  // The profile's times, not the default example's: 1F1B at p = 4, m = 8 with F 1, B+W 1.5 ms
+  // takes (m + p - 1)(F + B + W) = 27.5 ms.
+  EXPECT_DOUBLE_EQ(rows[0].iteration_time_ms, 27.5);
+  EXPECT_GT(rows[2].iteration_time_ms, rows[0].iteration_time_ms);
+}
+
 // With a model and data parallelism the table has the throughput and memory columns of the
 // JSON.
 TEST_F(SweepTest, ModelAndDpRowsCarryThroughputAndMemory) {
