@@ -35,10 +35,6 @@ void key(JsonWriter& w, const char* k) {
   w.Key(k);
 }
 
-void write_string(JsonWriter& w, const std::string& s) {
-  w.String(s.data(), static_cast<rapidjson::SizeType>(s.size()));
-}
-
 // One key and its value: integers as JSON integers (signed or not), bool, double, text.
 template <class T>
 void field(JsonWriter& w, const char* k, const T& value) {
