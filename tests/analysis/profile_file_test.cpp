@@ -1,5 +1,6 @@
 // The HDF5 profile file: bit-exact round trips, atomic writes, and errors that name the file.
 #include "analysis/profile_file.h"
+#include "tests/temp_path.h"
 
 #include <gtest/gtest.h>
 #include <hdf5.h>
@@ -17,23 +18,12 @@ namespace {
 namespace fs = std::filesystem;
 using traces::Collective;
 
-class ProfileFileTest : public ::testing::Test {
+class ProfileFileTest : public bubblesim::testing::TempDirTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::path(::testing::TempDir()) /
-           (std::string("bubblesim_profile_") + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
   std::size_t file_count() const {
     return static_cast<std::size_t>(
         std::distance(fs::directory_iterator(dir_), fs::directory_iterator()));
   }
-
-  fs::path dir_;
 };
 
 traces::Profile sample_profile() {

@@ -2,6 +2,7 @@
 // checked against what the runs must hold (closed forms for the op counts, the file's own
 // records, a brute-force Pareto front), and the errors on bad files.
 #include "analysis/report.h"
+#include "tests/temp_path.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -40,17 +41,8 @@ axes:
   mem_limit: [0, inf]
 )";
 
-class ReportTest : public ::testing::Test {
+class ReportTest : public bubblesim::testing::TempDirTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("bubblesim_report_test_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
   static std::string read(const std::string& file) {
     std::ifstream in(file, std::ios::binary);
     std::ostringstream text;
@@ -70,8 +62,6 @@ class ReportTest : public ::testing::Test {
     EXPECT_EQ(sweep.status, 0) << sweep.err;
     return file;
   }
-
-  fs::path dir_;
 };
 
 // Every match of `pattern` in `text`, with its groups.

@@ -1,6 +1,7 @@
 // The HDF5 results store: bit-exact round trips, appends, atomic writes, and clear errors on
 // files that are not ours. The documented h5py/pandas snippet runs on a file we wrote.
 #include "analysis/results_file.h"
+#include "tests/temp_path.h"
 
 #include <gtest/gtest.h>
 #include <hdf5.h>
@@ -25,17 +26,8 @@ namespace fs = std::filesystem;
 
 // A fresh folder per test and process (two checkouts may run the suite at once), so leftover
 // temporary files can be looked for.
-class ResultsFileTest : public ::testing::Test {
+class ResultsFileTest : public bubblesim::testing::TempDirTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::path(::testing::TempDir()) /
-           (std::string("bubblesim_results_") + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
   std::vector<std::string> files() const {
     std::vector<std::string> names;
     for (const auto& entry : fs::directory_iterator(dir_))
@@ -43,8 +35,6 @@ class ResultsFileTest : public ::testing::Test {
     std::sort(names.begin(), names.end());
     return names;
   }
-
-  fs::path dir_;
 };
 
 std::string read_bytes(const std::string& path) {

@@ -1,6 +1,7 @@
 // Cluster files, placement, the network built from them, and the collective cost models
 // (models/cluster.h, models/collectives.h).
 #include "models/cluster.h"
+#include "tests/temp_path.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -18,8 +19,7 @@ namespace bubblesim::models {
 namespace {
 
 std::string write_file(const std::string& name, const std::string& text) {
-  const std::string path =
-      ::testing::TempDir() + "cluster_test_" + std::to_string(getpid()) + "_" + name + ".yaml";
+  const std::string path = bubblesim::testing::temp_path("cluster_test_" + name + ".yaml");
   std::ofstream(path) << text;
   return path;
 }

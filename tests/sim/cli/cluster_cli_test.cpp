@@ -19,8 +19,7 @@ const std::string kModel = BUBBLESIM_SOURCE_DIR "/models/examples/gpt-1.5b.yaml"
 const std::string kPaper = BUBBLESIM_SOURCE_DIR "/models/examples/a100-4x8-roce.yaml";
 
 std::string write_cluster(const std::string& name, const std::string& text) {
-  const std::string path =
-      ::testing::TempDir() + "cluster_cli_" + std::to_string(getpid()) + "_" + name + ".yaml";
+  const std::string path = bubblesim::testing::temp_path("cluster_cli_" + name + ".yaml");
   std::ofstream(path) << text;
   return path;
 }

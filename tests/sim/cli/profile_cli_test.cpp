@@ -15,6 +15,7 @@
 #include "analysis/profile_file.h"
 #include "sim/cli/cli.h"
 #include "tests/sim/cli/cli_test_util.h"
+#include "tests/temp_path.h"
 
 namespace bubblesim::cli {
 namespace {
@@ -25,7 +26,7 @@ using testing::run_cli;
 
 std::string temp(const std::string& name) {
   // The pid keeps test runs in other checkouts on this machine from sharing the files.
-  return ::testing::TempDir() + "/bubblesim_profile_cli_" + std::to_string(::getpid()) + "_" + name;
+  return bubblesim::testing::temp_path("profile_cli_" + name);
 }
 
 // A Kineto trace of `stages` stages (process 100 + s launches the kernels of GPU s) and

@@ -17,6 +17,7 @@
 #include "analysis/study.h"
 #include "sim/cli/cli.h"
 #include "tests/sim/cli/cli_test_util.h"
+#include "tests/temp_path.h"
 
 namespace bubblesim::cli {
 namespace {
@@ -35,25 +36,13 @@ std::string fmt_number(double x) {
   return text.str();
 }
 
-class SweepTest : public ::testing::Test {
+class SweepTest : public bubblesim::testing::TempDirTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("bubblesim_sweep_test_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
   std::string write(const std::string& name, const std::string& text) {
-    const std::string path = (dir_ / name).string();
-    std::ofstream(path) << text;
-    return path;
+    const std::string file = path(name);
+    std::ofstream(file) << text;
+    return file;
   }
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
-
-  fs::path dir_;
 };
 
 // 5 schedules x p {2, 4} x m {4, 6, 8, 12, 16} x f {1, 2.5} x comm {0, 0.1}: 200 configurations.
