@@ -6,6 +6,10 @@
 #include <rapidjson/prettywriter.h>
 
 #include <algorithm>
+#include <string>
+#include <type_traits>
+#include <variant>
+#include <vector>
 
 namespace bubblesim::cli {
 
@@ -87,27 +91,54 @@ double samples_per_gpu_per_s(const RunSummary& run) {
   return throughput_samples_per_s(run) / (static_cast<double>(run.dp) * run.params.pp);
 }
 
+namespace {
+
+// A field of the JSON summary beyond the fixed ones.
+struct SummaryField {
+  const char* key;
+  std::variant<int, double, bool, std::string> value;
+};
+
+// Those fields, in the JSON's order, where the run has them: one list for the JSON and for
+// the results file's attributes.
+std::vector<SummaryField> further_fields(const RunSummary& run) {
+  std::vector<SummaryField> fields = {{"parameters_per_device", run.parameters_per_device}};
+  if (!run.static_memory_bytes.empty())
+    fields.push_back({"peak_memory_bytes", max_peak_memory_bytes(run)});
+  if (run.samples_per_microbatch > 0) {
+    fields.push_back({"samples_per_gpu_per_s", samples_per_gpu_per_s(run)});
+    fields.push_back({"throughput_samples_per_s", throughput_samples_per_s(run)});
+  }
+  if (!run.iteration) return fields;
+  const models::IterationTime& it = *run.iteration;
+  fields.push_back({"dp", run.dp});
+  fields.push_back({"pipeline_time_ms", sim::ns_to_ms(it.pipeline_ns)});
+  fields.push_back({"dp_allreduce_ms", sim::ns_to_ms(it.dp_allreduce_ns)});
+  fields.push_back({"optimizer_ms", sim::ns_to_ms(it.optimizer_ns)});
+  fields.push_back({"optimizer_sync_ms", sim::ns_to_ms(it.sync_ns)});
+  fields.push_back({"optimizer_sync", run.optimizer_sync});
+  fields.push_back({"allreduce", run.allreduce});
+  if (run.samples_per_microbatch > 0) fields.push_back({"mfu", mfu(run)});
+  if (!run.capacity_bytes.empty()) fields.push_back({"oom", oom(run)});
+  return fields;
+}
+
+}  // namespace
+
 void add_summary_fields(analysis::RunRecord& record, const RunSummary& run) {
   record.summary.iteration_time_ms = sim::ns_to_ms(iteration_time_ns(run));
-  auto& numbers = record.extra_numbers;
-  numbers.emplace_back("parameters_per_device", run.parameters_per_device);
-  if (!run.static_memory_bytes.empty())
-    numbers.emplace_back("peak_memory_bytes", max_peak_memory_bytes(run));
-  if (run.samples_per_microbatch > 0) {
-    numbers.emplace_back("samples_per_gpu_per_s", samples_per_gpu_per_s(run));
-    numbers.emplace_back("throughput_samples_per_s", throughput_samples_per_s(run));
+  for (const SummaryField& f : further_fields(run)) {
+    std::visit(
+        [&](const auto& value) {
+          using T = std::decay_t<decltype(value)>;
+          if constexpr (std::is_same_v<T, std::string>) {
+            record.extra_texts.emplace_back(f.key, value);
+          } else {
+            record.extra_numbers.emplace_back(f.key, static_cast<double>(value));
+          }
+        },
+        f.value);
   }
-  if (!run.iteration) return;
-  const models::IterationTime& it = *run.iteration;
-  numbers.emplace_back("dp", run.dp);
-  numbers.emplace_back("pipeline_time_ms", sim::ns_to_ms(it.pipeline_ns));
-  numbers.emplace_back("dp_allreduce_ms", sim::ns_to_ms(it.dp_allreduce_ns));
-  numbers.emplace_back("optimizer_ms", sim::ns_to_ms(it.optimizer_ns));
-  numbers.emplace_back("optimizer_sync_ms", sim::ns_to_ms(it.sync_ns));
-  record.extra_texts.emplace_back("optimizer_sync", run.optimizer_sync);
-  record.extra_texts.emplace_back("allreduce", run.allreduce);
-  if (run.samples_per_microbatch > 0) numbers.emplace_back("mfu", mfu(run));
-  if (!run.capacity_bytes.empty()) numbers.emplace_back("oom", oom(run) ? 1 : 0);
 }
 
 namespace {
@@ -117,41 +148,36 @@ void write_object(Writer& w, const RunSummary& run) {
   w.StartObject();
   put_run_head(w, run);
   put_summary(w, run);
-  put(w, "parameters_per_device", run.parameters_per_device);
-  const bool bytes = !run.static_memory_bytes.empty();
-  if (bytes) put(w, "peak_memory_bytes", max_peak_memory_bytes(run));
-  if (run.samples_per_microbatch > 0) {
-    put(w, "samples_per_gpu_per_s", samples_per_gpu_per_s(run));
-    put(w, "throughput_samples_per_s", throughput_samples_per_s(run));
+  for (const SummaryField& f : further_fields(run)) {
+    w.Key(f.key);
+    std::visit(
+        [&](const auto& value) {
+          using T = std::decay_t<decltype(value)>;
+          if constexpr (std::is_same_v<T, std::string>) {
+            w.String(value.c_str());
+          } else if constexpr (std::is_same_v<T, bool>) {
+            w.Bool(value);
+          } else if constexpr (std::is_same_v<T, int>) {
+            w.Int(value);
+          } else {
+            w.Double(value);
+          }
+        },
+        f.value);
   }
-  if (run.iteration) {
-    const models::IterationTime& it = *run.iteration;
-    put(w, "dp", run.dp);
-    put(w, "pipeline_time_ms", sim::ns_to_ms(it.pipeline_ns));
-    put(w, "dp_allreduce_ms", sim::ns_to_ms(it.dp_allreduce_ns));
-    put(w, "optimizer_ms", sim::ns_to_ms(it.optimizer_ns));
-    put(w, "optimizer_sync_ms", sim::ns_to_ms(it.sync_ns));
-    w.Key("optimizer_sync");
-    w.String(run.optimizer_sync.c_str());
-    w.Key("allreduce");
-    w.String(run.allreduce.c_str());
-    if (run.samples_per_microbatch > 0) put(w, "mfu", mfu(run));
-    if (!run.capacity_bytes.empty()) {
-      w.Key("oom");
-      w.Bool(oom(run));
-      w.Key("oom_devices");
-      w.StartArray();
-      for (const sim::DeviceMetrics& d : m.devices) {
-        if (over_capacity_bytes(run, d) <= 0) continue;
-        w.StartObject();
-        put(w, "device", d.device);
-        w.Key("gpu");
-        w.String(run.device_gpus[static_cast<std::size_t>(d.device)].c_str());
-        put(w, "over_bytes", over_capacity_bytes(run, d));
-        w.EndObject();
-      }
-      w.EndArray();
+  if (run.iteration && !run.capacity_bytes.empty()) {
+    w.Key("oom_devices");  // follows "oom"
+    w.StartArray();
+    for (const sim::DeviceMetrics& d : m.devices) {
+      if (over_capacity_bytes(run, d) <= 0) continue;
+      w.StartObject();
+      put(w, "device", d.device);
+      w.Key("gpu");
+      w.String(run.device_gpus[static_cast<std::size_t>(d.device)].c_str());
+      put(w, "over_bytes", over_capacity_bytes(run, d));
+      w.EndObject();
     }
+    w.EndArray();
   }
   if (run.exact) {
     const ExactSummary& e = *run.exact;
@@ -204,7 +230,7 @@ void write_object(Writer& w, const RunSummary& run) {
     put(w, "busy_ms", sim::ns_to_ms(d.busy_ns));
     put(w, "bubble_rate", d.bubble_rate);
     put(w, "peak_activation_memory", d.peak_activation_memory);
-    if (bytes) {
+    if (!run.static_memory_bytes.empty()) {
       put(w, "static_memory_bytes", run.static_memory_bytes[static_cast<std::size_t>(d.device)]);
       put(w, "peak_memory_bytes", peak_memory_bytes(run, d));
     }
