@@ -145,11 +145,11 @@ void write_why(std::ostream& out, const std::vector<analysis::AdviseCandidate>& 
 analysis::AdviseHardware cluster_hardware(const models::Cluster& cluster) {
   analysis::AdviseHardware hw;
   hw.gpus = cluster.num_devices();
+  const auto rate = [&](std::size_t i) {
+    return cluster.gpus[i].dense_bf16_tflops / cluster.time_factor[i];
+  };
   std::size_t slowest = 0;
-  for (std::size_t d = 0; d < cluster.gpus.size(); ++d) {
-    const auto rate = [&](std::size_t i) {
-      return cluster.gpus[i].dense_bf16_tflops / cluster.time_factor[i];
-    };
+  for (std::size_t d = 1; d < cluster.gpus.size(); ++d) {
     if (rate(d) < rate(slowest)) slowest = d;
   }
   hw.gpu = cluster.gpus[slowest];
