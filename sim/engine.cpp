@@ -22,7 +22,7 @@ template <bool kWatched, bool kPlain>
 class Run {
  public:
   Run(const Schedule& schedule, const CostModel& costs,
-      const std::vector<EngineObserver*>& observers)
+      const std::vector<EngineObserver*>& observers, InputRule rule)
       : s_(schedule),
         costs_(costs),
         observers_(observers),
@@ -34,6 +34,7 @@ class Run {
     for (int mb = 0; mb < s_.num_microbatches; ++mb) {
       ready_ns_[slots_(Slot::Forward, route_of(mb).first, mb)] = 0;
     }
+    if (rule == InputRule::PaperEvaluator) skip_wraparound_inputs();
     // Each device's pairs as pointers to their forwards, then a null end marker.
     for (std::size_t d = 0; d < devices_.size(); ++d) {
       for (const std::size_t i : s_.pairs_of(static_cast<int>(d)))
@@ -103,6 +104,25 @@ class Run {
   StageRange route_of(int mb) const {
     if constexpr (kPlain) return StageRange{0, s_.num_stages() - 1};
     return routes_ != nullptr ? routes_[mb] : StageRange{0, s_.num_stages() - 1};
+  }
+
+  // InputRule::PaperEvaluator: the inputs that wrap around from the last device to device 0
+  // are there from the start, except for the first microbatch of each round of p.
+  void skip_wraparound_inputs() {
+    const int p = s_.num_devices();
+    for (int s = p; s < s_.num_stages(); s += p) {
+      const auto at = [&](int stage) { return s_.stage_device[static_cast<std::size_t>(stage)]; };
+      if (at(s) != 0 || at(s - 1) != p - 1) continue;
+      for (int mb = 0; mb < s_.num_microbatches; ++mb) {
+        if (mb % p == 0) continue;
+        for (const std::size_t slot :
+             {slots_(Slot::Forward, s, mb), slots_(Slot::Backward, s - 1, mb)}) {
+          if (skipped_.empty()) skipped_.resize(slots_.size(), 0);
+          skipped_[slot] = 1;
+          ready_ns_[slot] = 0;
+        }
+      }
+    }
   }
 
   struct Device {
@@ -255,7 +275,6 @@ class Run {
         continue;
       }
       const TimeNs arrival = end_ns + costs_.transfer_ns(device, dst);
-      ready_ns_[slot] = arrival;
       if constexpr (kWatched) {
         const TransferEvent event{op, device, dst, end_ns, arrival};
         for (EngineObserver* o : observers_)
@@ -263,6 +282,9 @@ class Run {
       } else {
         (void)op;
       }
+      if (!skipped_.empty() && skipped_[slot] != 0) [[unlikely]]
+        continue;  // its consumer does not wait for it (InputRule::PaperEvaluator)
+      ready_ns_[slot] = arrival;
       const auto c = static_cast<std::size_t>(dst);
       if (devices_[c].waiting_for == slot) {
         devices_[c].waiting_for = kNoSlot;
@@ -296,7 +318,8 @@ class Run {
   const StageRange* routes_ = s_.routes.empty() ? nullptr : s_.routes.data();
   std::vector<const Op*> pairs_;  // per device: its overlapped pairs' forwards, then null
   std::vector<const Op* const*> next_pair_;  // per device: its first pair not started yet
-  std::vector<TimeNs> ready_ns_;  // per slot: when the op's input is there (kNever: not yet)
+  std::vector<TimeNs> ready_ns_;       // per slot: when the op's input is there (kNever: not yet)
+  std::vector<std::uint8_t> skipped_;  // per slot, or empty: 1 where the input is not awaited
   std::vector<Device> devices_;
   DeviceEvents events_;
   std::vector<std::size_t> woken_;  // devices whose awaited input was just published
@@ -308,14 +331,20 @@ class Run {
 
 Timeline Engine::run() {
   schedule_.validate();
-  if (network_ != nullptr) return run_with_network(schedule_, costs_, *network_, observers_);
+  if (network_ != nullptr) {
+    if (input_rule_ != InputRule::All) {
+      throw InvalidArgument("the paper's evaluator rule cannot time transfers over a network");
+    }
+    return run_with_network(schedule_, costs_, *network_, observers_);
+  }
   const bool plain =
       schedule_.routes.empty() &&
       std::all_of(schedule_.overlapped_pairs.begin(), schedule_.overlapped_pairs.end(),
                   [](const auto& pairs) { return pairs.empty(); });
-  if (!observers_.empty()) return Run<true, false>(schedule_, costs_, observers_).run();
-  if (plain) return Run<false, true>(schedule_, costs_, observers_).run();
-  return Run<false, false>(schedule_, costs_, observers_).run();
+  if (!observers_.empty())
+    return Run<true, false>(schedule_, costs_, observers_, input_rule_).run();
+  if (plain) return Run<false, true>(schedule_, costs_, observers_, input_rule_).run();
+  return Run<false, false>(schedule_, costs_, observers_, input_rule_).run();
 }
 
 }  // namespace bubblesim::sim

@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 #include "sim/cost_model.h"
@@ -80,6 +81,22 @@ class TransferLog final : public EngineObserver {
   std::vector<TransferEvent> transfers_;
 };
 
+// Which data inputs the ops wait for.
+enum class InputRule : std::uint8_t {
+  // Every op waits for its input (DESIGN.md §3), as the hardware has to. The default.
+  All,
+  // As the zero-bubble paper's evaluator (its public repository) times interleaved 1F1B for
+  // the paper's 1F1B-I column (../shared/reference/zero-bubble.md §8). On a looped placement,
+  // the input that wraps around from the last device to device 0 (the forward into stage s,
+  // and the backward out of stage s into s-1, where s is a nonzero multiple of the device
+  // count p, s is on device 0 and s-1 on device p-1) is waited for only by the first
+  // microbatch of each round of p (microbatch mod p = 0); the others start as if it had
+  // arrived. The transfer itself still happens and is reported to observers. This is
+  // optimistic, since real devices must wait. Schedules where no input wraps around (one
+  // chunk per device, V and bidirectional placements) run exactly as under All.
+  PaperEvaluator,
+};
+
 class Engine {
  public:
   // The schedule, cost model and observers are borrowed and must outlive the engine. The cost
@@ -93,6 +110,10 @@ class Engine {
   // devices that exchange data, and at least the schedule's devices.
   void set_network(const Network& network) { network_ = &network; }
 
+  // Which inputs the ops wait for (InputRule::All unless set). Precondition (checked at run,
+  // InvalidArgument): InputRule::All with a network.
+  void set_input_rule(InputRule rule) { input_rule_ = rule; }
+
   // Validates the schedule (Schedule::validate) and runs it to the end. A schedule that
   // deadlocks throws DeadlockError naming the ops on a dependency cycle.
   Timeline run();
@@ -102,6 +123,7 @@ class Engine {
   const CostModel& costs_;
   std::vector<EngineObserver*> observers_;
   const Network* network_ = nullptr;
+  InputRule input_rule_ = InputRule::All;
 };
 
 // The run of Engine::run with a network (network_engine.cpp).

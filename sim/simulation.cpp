@@ -3,9 +3,11 @@
 namespace bubblesim::sim {
 
 SimulationResult simulate(const Schedule& schedule, const CostModel& costs,
-                          std::span<EngineObserver* const> observers, const Network* network) {
+                          std::span<EngineObserver* const> observers, const Network* network,
+                          InputRule rule) {
   Engine engine(schedule, costs);
   if (network != nullptr) engine.set_network(*network);
+  engine.set_input_rule(rule);
   for (EngineObserver* observer : observers)
     engine.add_observer(*observer);
   SimulationResult result;

@@ -15,9 +15,10 @@ struct SimulationResult {
 
 // Validates and runs `schedule` with `costs` (see Engine::run for the errors it throws),
 // reporting every event to `observers` (borrowed for the call; none by default), with transfers
-// over `network` when one is given (Engine::set_network).
+// over `network` when one is given (Engine::set_network) and the inputs waited for by `rule`
+// (Engine::set_input_rule).
 SimulationResult simulate(const Schedule& schedule, const CostModel& costs,
                           std::span<EngineObserver* const> observers = {},
-                          const Network* network = nullptr);
+                          const Network* network = nullptr, InputRule rule = InputRule::All);
 
 }  // namespace bubblesim::sim

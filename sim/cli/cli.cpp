@@ -192,7 +192,7 @@ RunSummary run_replicated(std::string name, sim::Schedule& schedule,
   run.schedule = name;
   run.params = params;
   run.metrics = result.metrics;
-  run.parameters_per_device = static_cast<double>(one.num_stages()) / one.route_stages();
+  set_parameter_fields(run, one);
   run.static_memory_bytes = in.static_memory_bytes;
   run.samples_per_microbatch = in.samples_per_microbatch;
   run.profile = in.profile;
@@ -225,6 +225,9 @@ RunSummary run_schedule(std::string name, sim::Schedule& schedule,
     return run_replicated(std::move(name), schedule, generator, params, in, exact_time_limit_s,
                           recording);
   }
+  if (exact_time_limit_s && in.input_rule != sim::InputRule::All) {
+    throw InvalidArgument("option --exact: cannot be combined with --paper-evaluator");
+  }
   const sim::PerDeviceCostModel costs(in.device_costs, params.chunks);
   std::optional<ExactSummary> exact;
   if (generator != nullptr) {
@@ -237,12 +240,14 @@ RunSummary run_schedule(std::string name, sim::Schedule& schedule,
   sim::TransferLog transfers;
   std::vector<sim::EngineObserver*> observers;
   if (recording != nullptr) observers.push_back(&transfers);
-  const sim::SimulationResult result = sim::simulate(schedule, costs, observers);
+  const sim::SimulationResult result =
+      sim::simulate(schedule, costs, observers, nullptr, in.input_rule);
   RunSummary run;
+  run.input_rule = in.input_rule;
   run.schedule = name;
   run.params = params;
   run.metrics = result.metrics;
-  run.parameters_per_device = static_cast<double>(schedule.num_stages()) / schedule.route_stages();
+  set_parameter_fields(run, schedule);
   run.exact = exact;
   run.static_memory_bytes = in.static_memory_bytes;
   run.samples_per_microbatch = in.samples_per_microbatch;
@@ -264,7 +269,7 @@ MonteCarloSummary monte_carlo(const sim::Schedule& schedule, const RunInputs& in
   std::vector<double> iteration_ms, bubble;
   for (int i = 0; i < samples; ++i) {
     costs.draw(rng);
-    const sim::SimulationResult result = sim::simulate(schedule, costs);
+    const sim::SimulationResult result = sim::simulate(schedule, costs, {}, nullptr, in.input_rule);
     iteration_ms.push_back(sim::ns_to_ms(result.metrics.iteration_time_ns));
     bubble.push_back(result.metrics.bubble_rate);
   }
@@ -465,6 +470,7 @@ int cmd_simulate(const std::vector<std::string>& args, const std::string& comman
                                         run.params.chunks);
     sim::Engine engine(schedule, costs);
     if (in.network) engine.set_network(*in.network);
+    engine.set_input_rule(in.input_rule);
     sim::TransferLog transfers;
     engine.add_observer(transfers);
     const sim::Timeline timeline = engine.run();

@@ -161,6 +161,10 @@ void apply_cluster(const po::variables_map& vm, RunInputs& in, bool from_file) {
   in.optimizer_sync_name = sync;
   const bool has_cluster = vm.count("cluster") != 0;
   in.replicated = has_cluster || in.dp > 1 || in.iteration.sync != models::OptimizerSync::None;
+  if (in.replicated && in.input_rule != sim::InputRule::All) {
+    throw InvalidArgument(
+        "option --paper-evaluator: cannot be combined with --cluster, --dp or --optimizer-sync");
+  }
   const bool model = vm.count("model") != 0;
   for (const char* name : {"optimizer-ms", "comm-bytes", "grad-bytes"}) {
     if (vm.count(name) != 0 && !in.replicated) {
@@ -340,6 +344,12 @@ void add_run_options(po::options_description& desc) {
     ("overlap-efficiency", po::value<double>()->default_value(0, "0"),
      "e in [0, 1]: an overlapped F&B pair (dualpipe, dualpipe-v) takes max(F, B) + (1 - e) "
      "min(F, B); 0: no gain, 1: the shorter pass hidden entirely")
+    ("paper-evaluator", po::bool_switch(),
+     "time the runs as the zero-bubble paper's evaluator did, to reproduce its published 1F1B-I "
+     "column: on a looped placement (1f1b-i) only the first microbatch of each round of p waits "
+     "for the input that wraps around from the last device to device 0, the others start as if "
+     "it had arrived. Optimistic: real devices wait for every input. Other schedules are "
+     "unchanged")
     ("model", po::value<std::string>(),
      "transformer description (YAML, e.g. models/examples/gpt-1.5b.yaml): each device's F, B, W "
      "times from its FLOPs on --gpu, and M_B, M_W and static memory in bytes; --f/--b/--w and "
@@ -493,6 +503,7 @@ RunInputs read_run_inputs(const po::variables_map& vm, const sim::Schedule* from
     throw InvalidArgument("option --mem-limit: expected a number >= 0 or inf, got " +
                           std::to_string(in.mem_limit));
   }
+  if (vm["paper-evaluator"].as<bool>()) in.input_rule = sim::InputRule::PaperEvaluator;
   const double overlap = vm["overlap-efficiency"].as<double>();
   if (!(overlap >= 0 && overlap <= 1)) {
     throw InvalidArgument(

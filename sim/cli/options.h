@@ -12,6 +12,7 @@
 #include "models/cluster.h"
 #include "models/collectives.h"
 #include "sim/cost_model.h"
+#include "sim/engine.h"
 #include "sim/network.h"
 #include "sim/schedule_registry.h"
 #include "traces/sampled_cost_model.h"
@@ -57,6 +58,8 @@ struct RunInputs {
   std::optional<sim::Network> network;
   models::IterationInputs iteration;
   std::string allreduce_name = "ring";
+  // --paper-evaluator: InputRule::PaperEvaluator (sim/engine.h); never with `replicated`.
+  sim::InputRule input_rule = sim::InputRule::All;
   std::string optimizer_sync_name = "none";
   // With --profile: its file, a description of where the costs came from (the statistic, the
   // split of a fused BW) for the report, and each device's duration samples in ns for
@@ -83,6 +86,7 @@ struct DefaultExample {
 };
 
 // Adds -p, -m, -v, --f, --b, --w, --comm, --m-b, --m-w, --mem-limit, --overlap-efficiency,
+// --paper-evaluator,
 // --model, --gpu, --efficiency, --profile, --cluster, --dp, --allreduce, --optimizer-sync,
 // --optimizer-ms, --comm-bytes, --grad-bytes, --json, --out, --run-name and --overwrite to `desc`.
 void add_run_options(boost::program_options::options_description& desc);

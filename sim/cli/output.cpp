@@ -6,6 +6,7 @@
 #include <rapidjson/prettywriter.h>
 
 #include <algorithm>
+#include <numeric>
 #include <string>
 #include <type_traits>
 #include <variant>
@@ -87,6 +88,12 @@ double max_peak_memory_bytes(const RunSummary& run) {
   return peak;
 }
 
+void set_parameter_fields(RunSummary& run, const sim::Schedule& schedule) {
+  run.parameters_per_device = static_cast<double>(schedule.num_stages()) / schedule.num_devices();
+  const int route = schedule.route_stages();
+  run.model_copies = route > 0 ? schedule.num_stages() / route : 1;
+}
+
 double samples_per_gpu_per_s(const RunSummary& run) {
   return throughput_samples_per_s(run) / (static_cast<double>(run.dp) * run.params.pp);
 }
@@ -102,7 +109,11 @@ struct SummaryField {
 // Those fields, in the JSON's order, where the run has them: one list for the JSON and for
 // the results file's attributes.
 std::vector<SummaryField> further_fields(const RunSummary& run) {
-  std::vector<SummaryField> fields = {{"parameters_per_device", run.parameters_per_device}};
+  std::vector<SummaryField> fields = {
+      {"parameters_per_device", run.parameters_per_device},
+      {"model_share_per_device", static_cast<double>(run.model_copies) / run.params.pp}};
+  if (run.input_rule == sim::InputRule::PaperEvaluator)
+    fields.push_back({"input_rule", std::string("paper-evaluator")});
   if (!run.static_memory_bytes.empty())
     fields.push_back({"peak_memory_bytes", max_peak_memory_bytes(run)});
   if (run.samples_per_microbatch > 0) {
@@ -277,6 +288,12 @@ std::string label(const RunSummary& run) {
                                : run.schedule;
 }
 
+// The share of the model's parameters on each device, as a fraction: "1/8", "1/4".
+std::string model_share(const RunSummary& run) {
+  const int divisor = std::gcd(run.model_copies, run.params.pp);
+  return fmt::format("{}/{}", run.model_copies / divisor, run.params.pp / divisor);
+}
+
 }  // namespace
 
 sim::TimeNs iteration_time_ns(const RunSummary& run) {
@@ -337,7 +354,12 @@ std::string describe_inputs(const RunInputs& in) {
                      : in.model_description.empty() ? ""
                                                     : "\n" + in.model_description) +
          (in.profile_description.empty() ? "" : "\n" + in.profile_description) +
-         (in.cluster_description.empty() ? "" : "\n" + in.cluster_description);
+         (in.cluster_description.empty() ? "" : "\n" + in.cluster_description) +
+         (in.input_rule == sim::InputRule::All
+              ? ""
+              : "\ntimed as the zero-bubble paper's evaluator: the inputs that wrap around from "
+                "the last device to device 0 are awaited only by the first microbatch of each "
+                "round of p (--paper-evaluator)");
 }
 
 void write_simulate_table(std::ostream& out, const RunInputs& in, const RunSummary& run) {
@@ -374,8 +396,10 @@ void write_simulate_table(std::ostream& out, const RunInputs& in, const RunSumma
                  run.capacity_bytes[static_cast<std::size_t>(d.device)] / 1e9);
     }
   }
-  fmt::print(out, "parameters/device  {:>12}  (1F1B on the same devices = 1x)\n",
-             fmt::format("{}x", run.parameters_per_device));
+  fmt::print(out,
+             "parameters/device  {:>12}  (1F1B with as many stages = 1x); {} of the model's "
+             "parameters per device\n",
+             fmt::format("{}x", run.parameters_per_device), model_share(run));
   if (run.exact) {
     const ExactSummary& e = *run.exact;
     if (e.proven_optimal) {
@@ -471,15 +495,16 @@ void write_compare_table(std::ostream& out, const RunInputs& in,
 
   const bool bytes = !in.static_memory_bytes.empty();
   fmt::print(out, "{}\n\n", describe_inputs(in));
-  fmt::print(out, "{:<{}}  {:>16}  {:>16}  {:>13}  {:>17}  {:>6}{}\n", "schedule", width,
+  fmt::print(out, "{:<{}}  {:>16}  {:>16}  {:>13}  {:>17}  {:>6}  {:>9}{}\n", "schedule", width,
              "iteration ms", "max span ms", "bubble rate", activation_header(runs.front()),
-             "params", bytes ? "   peak GB  samples/GPU/s" : "");
+             "params", "model/dev", bytes ? "   peak GB  samples/GPU/s" : "");
   for (const RunSummary& r : runs) {
     std::string line = fmt::format(
-        "{:<{}}  {:>14.3f}{}  {:>14.3f}{}  {:>11.4f}{}  {:>15.3f}{}  {:>6}", label(r), width,
+        "{:<{}}  {:>14.3f}{}  {:>14.3f}{}  {:>11.4f}{}  {:>15.3f}{}  {:>6}  {:>9}", label(r), width,
         sim::ns_to_ms(iteration(r)), mark(iteration(r) == best_iteration), sim::ns_to_ms(span(r)),
         mark(span(r) == best_span), bubble(r), mark(bubble(r) == best_bubble), memory(r),
-        mark(memory(r) == best_memory), fmt::format("{}x", r.parameters_per_device));
+        mark(memory(r) == best_memory), fmt::format("{}x", r.parameters_per_device),
+        model_share(r));
     if (bytes) {
       line += fmt::format("  {:>8.2f}  {:>13.2f}", max_peak_memory_bytes(r) / 1e9,
                           samples_per_gpu_per_s(r));
@@ -490,8 +515,10 @@ void write_compare_table(std::ostream& out, const RunInputs& in,
   fmt::print(out,
              "\n* best in its column (lowest). iteration: first op start to last op end; max "
              "span: the longest\ndevice span (first op to last op on one device); bubble rate: "
-             "1 - busy / (devices x max span);\nparams: model parameters per device, 1F1B's "
-             "on the same devices = 1x.\n");
+             "1 - busy / (devices x max span);\nparams: parameters per device against a 1F1B "
+             "device of a pipeline with as many stages per\nmicrobatch (DeepSeek's convention: "
+             "the stages a device holds); model/dev: the share of the model's\nparameters each "
+             "device holds.\n");
 }
 
 void write_profile_table(std::ostream& out, const traces::Profile& profile) {

@@ -45,10 +45,16 @@ struct RunSummary {
   std::string schedule;
   sim::ScheduleParams params;
   sim::Metrics metrics;
-  // Model parameters each device holds, as a multiple of 1F1B's on the same devices: the copies
-  // of the model the schedule keeps, Schedule::num_stages() / route_stages() (2 for dualpipe).
+  // Model parameters each device holds, in DeepSeek's convention (../shared/reference/
+  // zero-bubble.md §6): as a multiple of a 1F1B device's in a pipeline with as many stages per
+  // microbatch, which for equal stages is the number of stages a device holds (2 for dualpipe,
+  // dualpipe-v and the V schedules, v for 1f1b-i). `model_copies` is how many copies of the
+  // model the schedule keeps (Schedule::num_stages() / route_stages(): 2 for dualpipe), so each
+  // device holds model_copies / pp of the model's parameters.
   double parameters_per_device = 1;
-  std::optional<ExactSummary> exact;  // with --exact
+  int model_copies = 1;
+  std::optional<ExactSummary> exact;                // with --exact
+  sim::InputRule input_rule = sim::InputRule::All;  // --paper-evaluator: PaperEvaluator
   // With --model: each device's static memory in bytes (RunInputs); the device's peak memory
   // is that plus its activation peak.
   std::vector<double> static_memory_bytes;
@@ -87,7 +93,11 @@ struct SweepPoint {
 // its iteration time the JSON's (with the all-reduce and optimizer step when there are some).
 void add_summary_fields(analysis::RunRecord& record, const RunSummary& run);
 
-// One JSON object (DESIGN.md §4) for a run, with `parameters_per_device` added.
+// Sets the two fields above from the schedule (of one pipeline replica).
+void set_parameter_fields(RunSummary& run, const sim::Schedule& schedule);
+
+// One JSON object (DESIGN.md §4) for a run, with `parameters_per_device` and
+// `model_share_per_device` (model_copies / pp) added.
 void write_json(std::ostream& out, const RunSummary& run);
 // A JSON array of such objects.
 void write_json(std::ostream& out, const std::vector<RunSummary>& runs);

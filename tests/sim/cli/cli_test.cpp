@@ -30,12 +30,12 @@ double round4(double x) {
 struct PaperRow {
   int m;
   const char *f, *b, *w, *comm;
-  double one_f_one_b, zb_h1, zb_h2;
+  double one_f_one_b, zb_h1, zb_h2, one_f_one_b_i;
 };
 constexpr PaperRow kPaperRows[] = {
-    {24, "18.522", "18.086", "9.337", "0.601", 0.2431, 0.1585, 0.1083},
-    {32, "18.513", "18.086", "9.331", "0.626", 0.1985, 0.1242, 0.0837},
-    {64, "18.546", "18.097", "9.321", "0.762", 0.1240, 0.0674, 0.0444},
+    {24, "18.522", "18.086", "9.337", "0.601", 0.2431, 0.1585, 0.1083, 0.1055},
+    {32, "18.513", "18.086", "9.331", "0.626", 0.1985, 0.1242, 0.0837, 0.0818},
+    {64, "18.546", "18.097", "9.321", "0.762", 0.1240, 0.0674, 0.0444, 0.0443},
 };
 
 TEST(Cli, ReproducesThePapersOnePointFiveBRows) {
@@ -53,6 +53,33 @@ TEST(Cli, ReproducesThePapersOnePointFiveBRows) {
           << doc[i]["schedule"].GetString() << " m=" << row.m;
       EXPECT_EQ(doc[i]["microbatches"].GetInt(), row.m);
     }
+  }
+}
+
+// The 1F1B-I column (v = 3) comes out of --paper-evaluator, which times the runs as the paper's
+// evaluator did (sim::InputRule::PaperEvaluator); one-chunk schedules are unchanged by it.
+TEST(Cli, PaperEvaluatorReproducesTheInterleavedColumn) {
+  for (const PaperRow& row : kPaperRows) {
+    const std::vector<std::string> args = {"compare", "-s",     "1f1b-i,1f1b,zb-h1",
+                                           "-v",      "3",      "-p",
+                                           "8",       "-m",     std::to_string(row.m),
+                                           "--f",     row.f,    "--b",
+                                           row.b,     "--w",    row.w,
+                                           "--comm",  row.comm, "--json"};
+    std::vector<std::string> paper = args;
+    paper.push_back("--paper-evaluator");
+    const Outcome o = run_cli(paper);
+    ASSERT_EQ(o.status, 0) << o.err;
+    const rapidjson::Document doc = parse_json(o.out);
+    ASSERT_EQ(doc.Size(), 3u);
+    EXPECT_DOUBLE_EQ(round4(doc[0]["bubble_rate"].GetDouble()), row.one_f_one_b_i) << row.m;
+    EXPECT_STREQ(doc[0]["input_rule"].GetString(), "paper-evaluator");
+    EXPECT_DOUBLE_EQ(round4(doc[1]["bubble_rate"].GetDouble()), row.one_f_one_b) << row.m;
+    EXPECT_DOUBLE_EQ(round4(doc[2]["bubble_rate"].GetDouble()), row.zb_h1) << row.m;
+    // Without it every input is awaited: the same order is slower, and says nothing of a rule.
+    const rapidjson::Document all = parse_json(run_cli(args).out);
+    EXPECT_GT(all[0]["bubble_rate"].GetDouble(), row.one_f_one_b_i + 0.001) << row.m;
+    EXPECT_FALSE(all[0].HasMember("input_rule"));
   }
 }
 
@@ -130,14 +157,21 @@ TEST(Cli, CompareAllLeavesOutWhatTheParametersDoNotSuit) {
   EXPECT_EQ(parse_json(odd.out).Size(), 12u);  // all but dualpipe
 }
 
+// Parameters per device in DeepSeek's convention (reference §6: 2x for DualPipe and DualPipeV,
+// against 1F1B with as many stages), and the share of the model each device actually holds:
+// only dualpipe keeps two copies.
 TEST(Cli, DualPipeReportsTwiceTheParametersPerDevice) {
-  const Outcome o = run_cli({"compare", "-s", "1f1b,zb-v,dualpipe,dualpipe-v", "-p", "4", "-m", "8",
-                             "--f", "1", "--b", "1", "--w", "1", "--comm", "0", "--json"});
+  const Outcome o =
+      run_cli({"compare", "-s", "1f1b,zb-v,dualpipe,dualpipe-v,1f1b-i", "-p", "4", "-m", "8", "--f",
+               "1", "--b", "1", "--w", "1", "--comm", "0", "--json"});
   ASSERT_EQ(o.status, 0) << o.err;
   const rapidjson::Document doc = parse_json(o.out);
-  const double expected[] = {1, 1, 2, 1};
-  for (rapidjson::SizeType i = 0; i < 4; ++i) {
+  const double expected[] = {1, 2, 2, 2, 3};
+  const double share[] = {0.25, 0.25, 0.5, 0.25, 0.25};
+  for (rapidjson::SizeType i = 0; i < 5; ++i) {
     EXPECT_EQ(doc[i]["parameters_per_device"].GetDouble(), expected[i])
+        << doc[i]["schedule"].GetString();
+    EXPECT_EQ(doc[i]["model_share_per_device"].GetDouble(), share[i])
         << doc[i]["schedule"].GetString();
   }
   // dualpipe: a pass per rank and microbatch costs the whole --f (v = 1); 3m = 24 ms of work
@@ -148,14 +182,21 @@ TEST(Cli, DualPipeReportsTwiceTheParametersPerDevice) {
   EXPECT_EQ(doc[3]["chunks"].GetInt(), 2);
   EXPECT_DOUBLE_EQ(doc[3]["peak_activation_memory"].GetDouble(), 4.5);  // (2p+1)/2 M_B
   // The table says it too.
-  const Outcome table = run_cli({"compare", "-s", "1f1b,dualpipe", "-p", "4", "-m", "8"});
+  const Outcome table =
+      run_cli({"compare", "-s", "1f1b,dualpipe,dualpipe-v", "-p", "4", "-m", "8"});
   ASSERT_EQ(table.status, 0) << table.err;
-  const std::size_t row = table.out.find("\ndualpipe ");
-  ASSERT_NE(row, std::string::npos) << table.out;
-  const std::string line = table.out.substr(row + 1, table.out.find('\n', row + 1) - row - 1);
-  EXPECT_EQ(line.substr(line.size() - 2), "2x") << line;
+  for (const auto& [name, ending] :
+       {std::pair{"dualpipe ", "2x        1/2"}, std::pair{"dualpipe-v ", "2x        1/4"},
+        std::pair{"1f1b ", "1x        1/4"}}) {
+    const std::size_t row = table.out.find(std::string("\n") + name);
+    ASSERT_NE(row, std::string::npos) << table.out;
+    const std::string line = table.out.substr(row + 1, table.out.find('\n', row + 1) - row - 1);
+    EXPECT_TRUE(line.ends_with(ending)) << line;
+  }
   const Outcome simulate = run_cli({"simulate", "-s", "dualpipe", "-p", "4", "-m", "8"});
-  EXPECT_NE(simulate.out.find("parameters/device            2x"), std::string::npos)
+  EXPECT_NE(simulate.out.find("parameters/device            2x  (1F1B with as many stages = 1x); "
+                              "1/2 of the model's parameters per device"),
+            std::string::npos)
       << simulate.out;
 }
 
@@ -376,6 +417,10 @@ TEST(Cli, BadInputGetsOneLineAndStatusTwo) {
       {{"compare", "--overlap-efficiency", "-0.25"}, "option --overlap-efficiency"},
       {{"compare", "--overlap-efficiency", "nan"}, "option --overlap-efficiency"},
       {{"compare", "--overlap-efficiency", "x"}, "overlap-efficiency"},
+      {{"simulate", "-s", "zb-2p", "--exact", "--paper-evaluator"},
+       "option --exact: cannot be combined with --paper-evaluator"},
+      {{"simulate", "-s", "1f1b-i", "--paper-evaluator", "--optimizer-sync", "allreduce"},
+       "option --paper-evaluator: cannot be combined with --cluster, --dp or --optimizer-sync"},
   };
   for (const auto& [args, needle] : cases) {
     const Outcome o = run_cli(args);

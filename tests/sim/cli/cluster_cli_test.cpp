@@ -144,10 +144,11 @@ TEST(ClusterCli, ResultsFileKeepsTheSummaryFieldsOfTheJson) {
       EXPECT_DOUBLE_EQ(value, number(json, key.c_str())) << key;
     }
   }
-  EXPECT_EQ(names, (std::vector<std::string>{"parameters_per_device", "peak_memory_bytes",
-                                             "samples_per_gpu_per_s", "throughput_samples_per_s",
-                                             "dp", "pipeline_time_ms", "dp_allreduce_ms",
-                                             "optimizer_ms", "optimizer_sync_ms", "mfu", "oom"}));
+  EXPECT_EQ(names,
+            (std::vector<std::string>{
+                "parameters_per_device", "model_share_per_device", "peak_memory_bytes",
+                "samples_per_gpu_per_s", "throughput_samples_per_s", "dp", "pipeline_time_ms",
+                "dp_allreduce_ms", "optimizer_ms", "optimizer_sync_ms", "mfu", "oom"}));
   ASSERT_EQ(record.extra_texts.size(), 2u);
   EXPECT_EQ(record.extra_texts[0].second, json["optimizer_sync"].GetString());
   EXPECT_EQ(record.extra_texts[1].second, json["allreduce"].GetString());
