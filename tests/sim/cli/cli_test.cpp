@@ -81,6 +81,17 @@ TEST(Cli, PaperEvaluatorReproducesTheInterleavedColumn) {
     EXPECT_GT(all[0]["bubble_rate"].GetDouble(), row.one_f_one_b_i + 0.001) << row.m;
     EXPECT_FALSE(all[0].HasMember("input_rule"));
   }
+  // A results file says how its run was timed.
+  const std::string out = bubblesim::testing::temp_path("paper_evaluator.h5");
+  std::remove(out.c_str());
+  const Outcome o =
+      run_cli({"simulate", "-s", "1f1b-i", "-v", "3", "--paper-evaluator", "--out", out});
+  ASSERT_EQ(o.status, 0) << o.err;
+  const analysis::RunRecord record = analysis::ResultsReader(out).read_run("1f1b-i");
+  std::remove(out.c_str());
+  EXPECT_DOUBLE_EQ(round4(record.summary.bubble_rate), 0.1055);
+  EXPECT_EQ(record.extra_texts,
+            (std::vector<std::pair<std::string, std::string>>{{"input_rule", "paper-evaluator"}}));
 }
 
 TEST(Cli, DefaultExampleIsThePapersOnePointFiveBAtM24) {
