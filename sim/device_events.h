@@ -1,5 +1,5 @@
-// DeviceEvents: the event queue of the engine and of the schedulers that simulate as they
-// build (zb-v). Internal to sim/.
+// DeviceEvents: the event queue of the engine's watched runs and of the schedulers that
+// simulate as they build (zb-v, zb-auto). Internal to sim/.
 #pragma once
 
 #include <algorithm>

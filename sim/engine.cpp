@@ -12,10 +12,11 @@ namespace bubblesim::sim {
 namespace {
 
 // One run of the engine. kWatched: observers are attached, so every start, end and transfer
-// is reported at its time. Without observers nothing needs to see those moments, and the run
-// commits each op as soon as its start is known: its end, and when its outputs reach their
-// consumers, are then known too and are published at once. The timeline is the same either
-// way (the tests check it); unwatched runs just need fewer events.
+// is reported at its time, in time order, from the event queue. Without observers nothing
+// needs those moments in order: an op starts at max(its device is free, its input is there)
+// whatever order the ops are looked at in, so each device runs ahead through its ops until
+// one's input is not published yet, and publishing that input resumes it (a data-flow
+// evaluation, no event queue). The timeline is the same either way (the tests check it).
 // kPlain: the schedule has no routes and no overlapped pairs (all but the bidirectional
 // schedules), so the checks for them compile away from the hot path.
 template <bool kWatched, bool kPlain>
@@ -64,15 +65,25 @@ class Run {
   }
 
   Timeline run() {
-    for (std::size_t d = 0; d < devices_.size(); ++d)
-      schedule_next(d, 0);
-    wake_waiting(0);
-    while (events_.next_time() != kNever) {
-      const std::size_t d = events_.next_device();
-      const TimeNs now = events_.next_time();
-      if (devices_[d].busy) finish(d, now);
-      schedule_next(d, now);  // the device is idle now: start or wait for its next op
-      wake_waiting(now);
+    if constexpr (kWatched) {
+      for (std::size_t d = 0; d < devices_.size(); ++d)
+        schedule_next(d, 0);
+      wake_waiting(0);
+      while (events_.next_time() != kNever) {
+        const std::size_t d = events_.next_device();
+        const TimeNs now = events_.next_time();
+        if (devices_[d].busy) finish(d, now);
+        schedule_next(d, now);  // the device is idle now: start or wait for its next op
+        wake_waiting(now);
+      }
+    } else {
+      for (std::size_t d = devices_.size(); d-- > 0;)
+        woken_.push_back(d);
+      while (!woken_.empty()) {
+        const std::size_t d = woken_.back();
+        woken_.pop_back();
+        run_ahead(d);
+      }
     }
     if (finished_ != s_.num_ops()) report_deadlock();
     return std::move(timeline_);
@@ -130,7 +141,8 @@ class Run {
     const Op* next = nullptr;  // the next op to start, or the running op
     const Op* end = nullptr;
     std::vector<OpTiming>* timings = nullptr;  // filled in order: the ops started so far
-    bool busy = false;
+    bool busy = false;                         // watched: running *next (or the pair at next)
+    TimeNs free_ns = 0;                        // unwatched: when the last step started ends
     bool paired = false;       // *next and next[1] are an overlapped pair: one compute slot
     bool next_paired = false;  // the same for the step after it, once *next has started
     std::size_t waiting_for = kNoSlot;  // idle until the input in this slot is published
@@ -138,77 +150,80 @@ class Run {
     Slots next_slots;                   // of the op after this step, once *next has started
   };
 
-  // Device d is idle at `now`: start its next op if its input is known, else wait for it.
-  void schedule_next(std::size_t d, TimeNs now) {
+  // When the inputs of device d's next step (its next op, or its next overlapped pair, whose
+  // backward's slots go to `second`) are all there; kNever while one is not published yet,
+  // and the device then waits for it (publish() resumes it). Precondition: a next step.
+  TimeNs step_ready(Device& dev, Slots& second) {
+    TimeNs ready = ready_ns_[dev.slots.input];
+    if (!kPlain && dev.paired && ready != kNever) [[unlikely]] {
+      second = slots_of(dev.next[1]);
+      const TimeNs ready_second = ready_ns_[second.input];
+      if (ready_second == kNever) {
+        dev.waiting_for = second.input;
+        return kNever;
+      }
+      return std::max(ready, ready_second);
+    }
+    if (ready == kNever) dev.waiting_for = dev.slots.input;
+    return ready;
+  }
+
+  // Starts device d's next step at `start` and returns its end. Watched, the start is
+  // reported; unwatched, the step's outputs are published at once.
+  TimeNs start_step(std::size_t d, TimeNs start, const Slots& second) {
     Device& dev = devices_[d];
-    if (dev.next == dev.end) {
-      events_.set(d, kNever);
-      return;
-    }
+    const Op* ops = dev.next;
     if (!kPlain && dev.paired) [[unlikely]] {
-      schedule_pair(d, now);
-      return;
+      const TimeNs end = start + costs_.overlapped_ns(ops[0], ops[1], static_cast<int>(d));
+      dev.timings->push_back(OpTiming{start, end});
+      dev.timings->push_back(OpTiming{start, end});
+      if constexpr (kWatched) {
+        report_start(dev, d, 0, start, end);
+        report_start(dev, d, 1, start, end);
+      } else {
+        publish(ops[0], dev.slots, static_cast<int>(d), end);
+        publish(ops[1], second, static_cast<int>(d), end);
+      }
+      ++next_pair_[d];
+      prepare_next_step(dev, d, ops + 2);
+      return end;
     }
-    const Op& op = *dev.next;
-    const std::size_t slot = dev.slots.input;
-    const TimeNs ready = ready_ns_[slot];
-    if (ready == kNever) {
-      dev.waiting_for = slot;  // publish() wakes the device up
-      events_.set(d, kNever);
-      return;
-    }
-    if (kWatched && ready > now) {
-      events_.set(d, ready);  // wake up when the input arrives, to report the start on time
-      return;
-    }
-    // `now` is when the device became idle (or later, when it was woken up, but then the
-    // input arrives later still), so the op starts at max(now, ready).
-    const TimeNs start = std::max(now, ready);
-    const TimeNs end = start + costs_.duration_ns(op, static_cast<int>(d));
+    const TimeNs end = start + costs_.duration_ns(ops[0], static_cast<int>(d));
     dev.timings->push_back(OpTiming{start, end});
-    dev.busy = true;
-    events_.set(d, end);
     if constexpr (kWatched) {
       report_start(dev, d, 0, start, end);
     } else {
-      publish(op, dev.slots, static_cast<int>(d), end);
+      publish(ops[0], dev.slots, static_cast<int>(d), end);
     }
-    prepare_next_step(dev, d, dev.next + 1);
+    prepare_next_step(dev, d, ops + 1);
+    return end;
   }
 
-  // The same for an overlapped pair: it starts once both inputs are there, and (unwatched)
-  // both ops' outputs are published at its end.
-  void schedule_pair(std::size_t d, TimeNs now) {
+  // Watched: device d is idle at `now`. Its next step starts now if its inputs are there; if
+  // they arrive later, the device wakes up then, to report the start on time.
+  void schedule_next(std::size_t d, TimeNs now) {
     Device& dev = devices_[d];
-    const Op* ops = dev.next;
-    const Slots second = slots_of(ops[1]);
-    const TimeNs ready_first = ready_ns_[dev.slots.input];
-    const TimeNs ready_second = ready_ns_[second.input];
-    if (ready_first == kNever || ready_second == kNever) {
-      dev.waiting_for = ready_first == kNever ? dev.slots.input : second.input;
-      events_.set(d, kNever);
-      return;
-    }
-    const TimeNs ready = std::max(ready_first, ready_second);
-    if (kWatched && ready > now) {
+    Slots second;
+    const TimeNs ready = dev.next == dev.end ? kNever : step_ready(dev, second);
+    if (ready > now) {
       events_.set(d, ready);
       return;
     }
-    const TimeNs start = std::max(now, ready);
-    const TimeNs end = start + costs_.overlapped_ns(ops[0], ops[1], static_cast<int>(d));
-    dev.timings->push_back(OpTiming{start, end});
-    dev.timings->push_back(OpTiming{start, end});
     dev.busy = true;
-    events_.set(d, end);
-    if constexpr (kWatched) {
-      report_start(dev, d, 0, start, end);
-      report_start(dev, d, 1, start, end);
-    } else {
-      publish(ops[0], dev.slots, static_cast<int>(d), end);
-      publish(ops[1], second, static_cast<int>(d), end);
+    events_.set(d, start_step(d, now, second));
+  }
+
+  // Unwatched: device d runs its steps, each at max(the device is free, its inputs are there),
+  // until the inputs of one are not published yet.
+  void run_ahead(std::size_t d) {
+    Device& dev = devices_[d];
+    while (dev.next != dev.end) {
+      Slots second;
+      const TimeNs ready = step_ready(dev, second);
+      if (ready == kNever) return;
+      dev.free_ns = start_step(d, std::max(dev.free_ns, ready), second);
+      finish(d, dev.free_ns);
     }
-    ++next_pair_[d];
-    prepare_next_step(dev, d, ops + 2);
   }
 
   // The step on device d (`dev`) has started; `after` is the op that follows it.
@@ -293,7 +308,7 @@ class Run {
     }
   }
 
-  // Schedules the devices whose input was published; unwatched, their starts publish more.
+  // Watched: schedules the devices whose input was published.
   void wake_waiting(TimeNs now) {
     while (!woken_.empty()) {
       const std::size_t c = woken_.back();
@@ -321,8 +336,10 @@ class Run {
   std::vector<TimeNs> ready_ns_;       // per slot: when the op's input is there (kNever: not yet)
   std::vector<std::uint8_t> skipped_;  // per slot, or empty: 1 where the input is not awaited
   std::vector<Device> devices_;
-  DeviceEvents events_;
-  std::vector<std::size_t> woken_;  // devices whose awaited input was just published
+  DeviceEvents events_;  // watched only
+  // Devices whose awaited input was just published; unwatched, also the devices that have
+  // not run ahead yet.
+  std::vector<std::size_t> woken_;
   std::size_t finished_ = 0;
   Timeline timeline_;
 };

@@ -11,11 +11,13 @@
 // inputs have arrived, lasts CostModel::overlapped_ns, and both ops end with it. Times are
 // integer nanoseconds, so a run is exact and deterministic.
 //
-// How: events (an op's end; a device waking up when the input of its next op arrives) are
-// handled in time order from a tournament tree over devices; ties go to the lower device.
-// With observers attached every start, end and transfer is reported at its time. Without,
-// nothing needs those moments, so an op is committed as soon as its start is known and its
-// outputs are published at once; the timeline is identical (the tests check it).
+// How: with observers attached, events (an op's end; a device waking up when the input of its
+// next op arrives) are handled in time order from a tournament tree over devices (ties go to
+// the lower device), so every start, end and transfer is reported at its time. Without,
+// nothing needs those moments: an op starts at max(its device is free, its input is there)
+// in any order of evaluation, so each device runs ahead through its ops until an input is not
+// published yet, and publishing it resumes the device (no event queue). The timeline is
+// identical (the tests check it).
 #pragma once
 
 #include <cstddef>
