@@ -151,6 +151,51 @@ analysis::RunRecord record_header(const Recording& recording, const std::string&
   return run;
 }
 
+// A simulated run and, when its record is kept, its transfers.
+struct SimulatedRun {
+  sim::SimulationResult result;
+  sim::TransferLog transfers;
+};
+
+// Simulates `schedule` with `costs`, over the inputs' network if there is one and with their
+// input rule; `record`: log the transfers for the results file.
+SimulatedRun simulate_run(const sim::Schedule& schedule, const sim::CostModel& costs,
+                          const RunInputs& in, bool record) {
+  SimulatedRun run;
+  std::vector<sim::EngineObserver*> observers;
+  if (record) observers.push_back(&run.transfers);
+  run.result =
+      sim::simulate(schedule, costs, observers, in.network ? &*in.network : nullptr, in.input_rule);
+  return run;
+}
+
+// The summary fields every run has; `one` is one pipeline replica of the schedule run.
+RunSummary summary_of(std::string name, const sim::ScheduleParams& params,
+                      const sim::Metrics& metrics, const sim::Schedule& one, const RunInputs& in) {
+  RunSummary run;
+  run.schedule = std::move(name);
+  run.params = params;
+  run.metrics = metrics;
+  run.input_rule = in.input_rule;
+  set_parameter_fields(run, one);
+  run.static_memory_bytes = in.static_memory_bytes;
+  run.samples_per_microbatch = in.samples_per_microbatch;
+  run.profile = in.profile;
+  return run;
+}
+
+// With `recording`, keeps the run's record for the results file, with the summary's fields
+// (so after the summary is complete).
+void keep_record(RunSummary& run, const Recording* recording, const RunInputs& in,
+                 const sim::Schedule& schedule, const sim::CostModel& costs,
+                 const SimulatedRun& simulated) {
+  if (recording == nullptr) return;
+  run.record =
+      analysis::make_run_record(record_header(*recording, run.schedule, run.params, in), schedule,
+                                costs, simulated.result, simulated.transfers.transfers());
+  add_summary_fields(*run.record, run);
+}
+
 // run_schedule with --cluster, --dp or --optimizer-sync (RunInputs::replicated): the schedule
 // (generated per replica with the replica's own costs) runs as dp replicas over the network,
 // and the iteration is finished with the gradient all-reduce and the optimizer step.
@@ -181,22 +226,11 @@ RunSummary run_replicated(std::string name, sim::Schedule& schedule,
   const sim::Schedule one = replicas.front();
   schedule = sim::combine_replicas(replicas);
   const sim::PerDeviceCostModel costs(in.replica_costs, params.chunks);
-  sim::TransferLog transfers;
-  std::vector<sim::EngineObserver*> observers;
-  if (recording != nullptr) observers.push_back(&transfers);
-  const sim::SimulationResult result =
-      sim::simulate(schedule, costs, observers, in.network ? &*in.network : nullptr);
+  const SimulatedRun simulated = simulate_run(schedule, costs, in, recording != nullptr);
   models::IterationInputs iteration = in.iteration;
   iteration.network = in.network ? &*in.network : nullptr;
-  RunSummary run;
-  run.schedule = name;
-  run.params = params;
-  run.metrics = result.metrics;
-  set_parameter_fields(run, one);
-  run.static_memory_bytes = in.static_memory_bytes;
-  run.samples_per_microbatch = in.samples_per_microbatch;
-  run.profile = in.profile;
-  run.iteration = models::finish_iteration(schedule, result.timeline, iteration);
+  RunSummary run = summary_of(std::move(name), params, simulated.result.metrics, one, in);
+  run.iteration = models::finish_iteration(schedule, simulated.result.timeline, iteration);
   run.dp = in.dp;
   run.allreduce = in.allreduce_name;
   run.optimizer_sync = in.optimizer_sync_name;
@@ -205,11 +239,7 @@ RunSummary run_replicated(std::string name, sim::Schedule& schedule,
   run.capacity_bytes = in.capacity_bytes;
   run.flops_per_iteration = in.flops_per_microbatch * in.params.microbatches * in.dp;
   run.peak_flops_total = in.peak_flops_total;
-  if (recording != nullptr) {
-    run.record = analysis::make_run_record(record_header(*recording, name, params, in), schedule,
-                                           costs, result, transfers.transfers());
-    add_summary_fields(*run.record, run);
-  }
+  keep_record(run, recording, in, schedule, costs, simulated);
   return run;
 }
 
@@ -237,26 +267,10 @@ RunSummary run_schedule(std::string name, sim::Schedule& schedule,
       exact = improve_exactly(schedule, *generator, params, *exact_time_limit_s);
     params.costs = nullptr;  // the summary outlives `costs`
   }
-  sim::TransferLog transfers;
-  std::vector<sim::EngineObserver*> observers;
-  if (recording != nullptr) observers.push_back(&transfers);
-  const sim::SimulationResult result =
-      sim::simulate(schedule, costs, observers, nullptr, in.input_rule);
-  RunSummary run;
-  run.input_rule = in.input_rule;
-  run.schedule = name;
-  run.params = params;
-  run.metrics = result.metrics;
-  set_parameter_fields(run, schedule);
+  const SimulatedRun simulated = simulate_run(schedule, costs, in, recording != nullptr);
+  RunSummary run = summary_of(std::move(name), params, simulated.result.metrics, schedule, in);
   run.exact = exact;
-  run.static_memory_bytes = in.static_memory_bytes;
-  run.samples_per_microbatch = in.samples_per_microbatch;
-  run.profile = in.profile;
-  if (recording != nullptr) {
-    run.record = analysis::make_run_record(record_header(*recording, name, params, in), schedule,
-                                           costs, result, transfers.transfers());
-    add_summary_fields(*run.record, run);
-  }
+  keep_record(run, recording, in, schedule, costs, simulated);
   return run;
 }
 
