@@ -30,7 +30,7 @@ class Run {
         slots_(schedule.num_stages(), schedule.num_microbatches),
         ready_ns_(slots_.size(), kNever),
         devices_(static_cast<std::size_t>(schedule.num_devices())),
-        events_(devices_.size()) {
+        events_(kWatched ? devices_.size() : 0) {
     // The forwards of each route's first stage have no input: ready from the start.
     for (int mb = 0; mb < s_.num_microbatches; ++mb) {
       ready_ns_[slots_(Slot::Forward, route_of(mb).first, mb)] = 0;
