@@ -50,6 +50,7 @@ commands:
   report      tables of a results file's runs and sweep; --html/--svg pictures
   advise      search schedules, p, m, v and microbatch size for a model on N GPUs
   import      read PyTorch profiler (Kineto) traces and print per-pass statistics
+  validate    run the zero-bubble authors' reference sets and compare the schedulers
   profile     run a command with the CUPTI profiler injected (bubblesim profile -- CMD...)
 
 Run 'bubblesim COMMAND --help' for the options of a command. With no timing options, simulate
@@ -668,6 +669,8 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
       status = cmd_report(rest, buffer);
     } else if (command == "advise") {
       status = cmd_advise(rest, buffer, err);
+    } else if (command == "validate") {
+      status = cmd_validate(rest, buffer, err);
     } else if (command == "import") {
       status = cmd_import(rest, "bubblesim " + shell_words(args), buffer);
     } else if (command == "profile") {
@@ -675,11 +678,11 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
     } else if (command.empty()) {
       throw Usage{
           "missing command; valid commands are: schedules, simulate, compare, sweep, report, "
-          "advise, import, profile (see --help)"};
+          "advise, import, validate, profile (see --help)"};
     } else {
       throw Usage{"unknown command '" + command +
                   "'; valid commands are: schedules, simulate, compare, sweep, report, advise, "
-                  "import, profile"};
+                  "import, validate, profile"};
     }
     out << buffer.str() << std::flush;
     return status;

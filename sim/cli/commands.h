@@ -41,6 +41,10 @@ int cmd_report(const std::vector<std::string>& args, std::ostream& out);
 // returns 2 when no configuration fits (the table of why still goes to `out`).
 int cmd_advise(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 
+// `bubblesim validate` (validate.cpp): the reference sets of the zero-bubble authors' own
+// schedulers, row by row, against bubblesim's; progress goes to `err`.
+int cmd_validate(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+
 // `bubblesim profile` (profile.cpp): runs a command with the CUPTI profiler injected; the
 // command's own output goes straight to this process's stdout/stderr. Returns its status.
 int cmd_profile(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);

@@ -1,6 +1,7 @@
 #include "sim/schedules/v_shape.h"
 
 #include <algorithm>
+#include <bit>
 #include <optional>
 
 #include "sim/cost_model.h"
@@ -20,12 +21,26 @@ struct Choices {
   bool w_only_in_long_gaps = false;        // a W waits for a gap of at least its length, unless
                                            // memory stops the next F or nothing else is known
   int chunk0_in_flight = kNoCap;           // chunk-0 microbatches past F and before B, at most
+  bool alternate = false;                  // after the first B: F and B take turns
+  bool lookahead = false;  // wait for the preferred op when it arrives before the other ends
+  bool feed = false;       // between a startable F and B: the one whose next device is free first
 
   static constexpr int kNoCap = 1 << 30;
   // The five yes/no choices from the bits of `bits` (0 is the defaults above).
+  static constexpr int kCombinations = 256;
+  // The first five bits: the choices phase 2 varies per device (the later three are kept).
+  static constexpr int kDeviceCombinations = 32;
+  Choices with_rules_of(const Choices& other) const {
+    Choices out = *this;
+    out.alternate = other.alternate;
+    out.lookahead = other.lookahead;
+    out.feed = other.feed;
+    return out;
+  }
   static Choices from_bits(int bits, int cap) {
-    return Choices{(bits & 1) != 0, (bits & 2) != 0,  (bits & 4) == 0,
-                   (bits & 8) == 0, (bits & 16) != 0, cap};
+    return Choices{(bits & 1) != 0,  (bits & 2) != 0,  (bits & 4) == 0,
+                   (bits & 8) == 0,  (bits & 16) != 0, cap,
+                   (bits & 32) != 0, (bits & 64) != 0, (bits & 128) != 0};
   }
   friend bool operator==(const Choices&, const Choices&) = default;
 };
@@ -111,6 +126,8 @@ class VGreedy {
         peak_(static_cast<std::size_t>(p), 0.0),
         room_(static_cast<std::size_t>(p)),
         picks_(static_cast<std::size_t>(p)),
+        last_f_(static_cast<std::size_t>(p), 0),
+        seen_b_(static_cast<std::size_t>(p), 0),
         events_(static_cast<std::size_t>(p)) {
     schedule_.num_microbatches = m;
     schedule_.stage_device = v_placement(p);
@@ -191,7 +208,7 @@ class VGreedy {
     const TimeNs bl = held + kl.b_delta <= room ? start(free, b_ready_[index(low, cl.b)]) : kNever;
     const TimeNs bh = held + kh.b_delta <= room ? start(free, b_ready_[index(high, ch.b)]) : kNever;
     const bool b_high = choices.lower_stage_backward_first ? bh < bl : bh <= bl && bh != kNever;
-    const Pick b = b_high ? Pick{bh, OpKind::B, high} : Pick{bl, OpKind::B, low};
+    Pick b = b_high ? Pick{bh, OpKind::B, high} : Pick{bl, OpKind::B, low};
 
     // F: likewise, within the cap on chunk 0 and the memory (with the room kept for chunk 1).
     TimeNs fl = start(free, f_ready_[index(low, cl.f)]);
@@ -206,14 +223,42 @@ class VGreedy {
       fh = kNever;
       memory_bound = true;
     }
-    const bool f_high = choices.chunk1_forward_first ? fh <= fl && fh != kNever : fh < fl;
-    const Pick f = f_high ? Pick{fh, OpKind::F, high} : Pick{fl, OpKind::F, low};
+    bool f_high = choices.chunk1_forward_first ? fh <= fl && fh != kNever : fh < fl;
+    if (choices.lookahead && fh != kNever && fl != kNever) {
+      f_high = choices.chunk1_forward_first ? fh < fl + kl.f_ns : !(fl < fh + kh.f_ns);
+    }
+    Pick f = f_high ? Pick{fh, OpKind::F, high} : Pick{fl, OpKind::F, low};
+    if (choices.alternate && seen_b_[i]) {
+      const bool f_left = cl.f < m_ || ch.f < m_;
+      const bool b_left = cl.b < m_ || ch.b < m_;
+      if (last_f_[i] && b_left) {
+        f.start_ns = kNever;
+      } else if (!last_f_[i] && f_left && !memory_bound) {
+        b.start_ns = kNever;
+      }
+    }
 
-    const Pick& first = choices.forward_first ? f : b;
-    const Pick& second = choices.forward_first ? b : f;
-    if (first.start_ns == free) return first;
-    if (second.start_ns == free) return second;
-    const Pick& earliest = first.start_ns <= second.start_ns ? first : second;
+    bool forward_first = choices.forward_first;
+    if (choices.feed && f.start_ns == free && b.start_ns == free) {
+      forward_first = consumer_free(f) < consumer_free(b);
+    }
+    const Pick& first = forward_first ? f : b;
+    const Pick& second = forward_first ? b : f;
+    const Pick* target = nullptr;
+    if (choices.lookahead) {
+      const TimeNs second_end =
+          second.start_ns == kNever
+              ? kNever
+              : second.start_ns +
+                    costs_[static_cast<std::size_t>(second.stage)].duration_ns(second.kind);
+      target = first.start_ns != kNever && first.start_ns < second_end ? &first : &second;
+      if (target->start_ns == free) return *target;
+    } else {
+      if (first.start_ns == free) return first;
+      if (second.start_ns == free) return second;
+      target = first.start_ns <= second.start_ns ? &first : &second;
+    }
+    const Pick& earliest = *target;
     // W: the preferred stage's pending one first.
     const bool wl = cl.w < cl.b, wh = ch.w < ch.b;
     if (wl || wh) {
@@ -224,6 +269,14 @@ class VGreedy {
       }
     }
     return earliest;
+  }
+
+  // When the device that runs the op's output next is free (never for a B of stage 0).
+  TimeNs consumer_free(const Pick& pick) const {
+    int next = pick.kind == OpKind::F ? pick.stage + 1 : pick.stage - 1;
+    if (next == 2 * p_) next = pick.stage;
+    if (next < 0) return kNever;
+    return free_at_[static_cast<std::size_t>(device_of(next))];
   }
 
   void replan(int d) {
@@ -252,6 +305,8 @@ class VGreedy {
     left_[i] -= duration;
     held_[i] += delta;
     peak_[i] = std::max(peak_[i], held_[i]);
+    if (pick.kind != OpKind::W) last_f_[i] = pick.kind == OpKind::F;
+    if (pick.kind == OpKind::B) seen_b_[i] = true;
 
     // The op that now has its input: the next stage's F, this stage's B on the last stage,
     // the previous stage's B.
@@ -286,7 +341,8 @@ class VGreedy {
         (plan.kind == OpKind::W
              ? start - free_at_[i] < costs_[static_cast<std::size_t>(plan.stage)].w_ns
              : kind == OpKind::F);  // an F that does not fit lets a W go first
-    if (plan.start_ns == kNever || start <= plan.start_ns || may_change_w) {
+    if (plan.start_ns == kNever || start <= plan.start_ns || may_change_w ||
+        choices_[i].lookahead) {
       replan(d);
     }
   }
@@ -302,7 +358,8 @@ class VGreedy {
   std::vector<double> held_, peak_;  // per device: activation memory held now, and at most
   std::vector<double> room_;         // per device: the limit, with a tolerance for rounding
   std::vector<Pick> picks_;          // per device: its planned next op
-  DeviceEvents events_;              // per device: when its planned op starts
+  std::vector<char> last_f_, seen_b_;
+  DeviceEvents events_;  // per device: when its planned op starts
   Schedule schedule_;
 };
 
@@ -321,7 +378,9 @@ class VGreedy {
 //     at p = 4 needs devices that behave differently, which phase 1 cannot give.
 class VSearch {
  public:
-  static constexpr std::size_t kUniformOps = 90'000;  // a few ms
+  static constexpr std::size_t kUniformOps = 1'000'000;
+  // Phase 1's budget shrinks with the square of the size: kUniformScale / ops of a run.
+  static constexpr std::size_t kUniformScale = 4'000'000'000;
   static constexpr std::size_t kRefineOps = 1'000'000;
   static constexpr std::size_t kStarts = 4;  // results of phase 1 that phase 2 starts from
 
@@ -330,46 +389,37 @@ class VSearch {
     pass_ops_ = static_cast<std::size_t>(6 * p * m);
     // Chunk-0 microbatches whose activations fit on device 0: the scale of the caps.
     chunk0_fit_ = std::max(1, static_cast<int>(limit[0] / costs[0].f_delta + 1e-9));
-    refine_ =
-        static_cast<std::size_t>(p) * static_cast<std::size_t>(chunk0_fit_) * 32 * pass_ops_ <=
-        kRefineOps;
+    refine_ = static_cast<std::size_t>(p) * static_cast<std::size_t>(chunk0_fit_) *
+                  Choices::kDeviceCombinations * pass_ops_ <=
+              kRefineOps;
+    uniform_budget_ = std::min(kUniformOps, kUniformScale / pass_ops_);
   }
 
   void run() {
-    // Caps: 7/8 of what fits (room for chunk 1 on the way up; best by far with real costs
-    // and large p), none (zero bubble with T_F = T_B = T_W), p, and a few around 3p/4, where
-    // V-Half and V-Min find their building block. When every transfer is free the uncapped
-    // run goes first: large pipelines get one run only, and there it is the one that reaches
-    // zero bubble with T_F = T_B = T_W (with T_comm > 0 the 7/8 cap does far better).
+    std::vector<std::pair<Score, std::vector<Choices>>> starts;
     const int seven_eighths = (7 * chunk0_fit_ + 4) / 8;
     const bool free_transfers = std::all_of(costs_.begin(), costs_.end(), [](const StageCosts& c) {
       return c.f_out_ns == 0 && c.b_out_ns == 0;
     });
-    const int first = free_transfers ? Choices::kNoCap : seven_eighths;
-    const int second = free_transfers ? seven_eighths : Choices::kNoCap;
-    std::vector<int> caps;
-    for (const int cap : {first, second, p_, (3 * p_ + 3) / 4, p_ - 1, p_ / 2}) {
-      if (cap >= 1 && std::find(caps.begin(), caps.end(), cap) == caps.end()) caps.push_back(cap);
-    }
-    // The combinations, those that most often win first (measured over uniform and unequal
-    // costs, p up to 16).
-    static constexpr int kOrder[32] = {3, 26, 19, 27, 18, 10, 11, 2,  1,  9, 8,
-                                       0, 17, 16, 25, 24, 15, 22, 23, 4,  5, 6,
-                                       7, 12, 13, 14, 20, 21, 28, 29, 30, 31};
-    std::vector<std::pair<Score, std::vector<Choices>>> starts;
-    for (const int bits : kOrder) {
-      for (const int cap : caps) {
-        if (done() || (best_ && spent_ + pass_ops_ > kUniformOps)) break;
-        const std::vector<Choices> choices(static_cast<std::size_t>(p_),
-                                           Choices::from_bits(bits, cap));
-        // Phase 2 starts from results that need not be the best: they must run to the end.
-        std::optional<Score> built = attempt(choices, refine_ ? kNever : bound());
-        if (!built || !refine_) continue;
-        starts.emplace_back(*built, choices);
-        std::sort(starts.begin(), starts.end(),
-                  [](const auto& a, const auto& b) { return a.first.better_than(b.first); });
-        if (starts.size() > kStarts) starts.pop_back();
+    for (const Candidate& candidate : candidates(free_transfers, seven_eighths)) {
+      if (done() || (best_ && spent_ + pass_ops_ > uniform_budget_)) break;
+      std::vector<Choices> choices(static_cast<std::size_t>(p_),
+                                   Choices::from_bits(candidate.bits, candidate.cap));
+      for (std::size_t d = 0; d < choices.size(); ++d) {
+        choices[d].chunk0_in_flight =
+            std::max(1, candidate.cap - candidate.slope * static_cast<int>(d));
       }
+      // Phase 2 starts from results that need not be the best: they must run to the end.
+      std::optional<Score> built = attempt(choices, refine_ ? kNever : bound());
+      if (!built || !refine_) continue;
+      // Phase 2 starts from the plain greedy's best uniform runs (no alternation,
+      // lookahead or feeding, the same cap on every device): per-device choices matter most
+      // where the plain rules fall short (V-Min's building block).
+      if (candidate.bits >= Choices::kDeviceCombinations || candidate.slope != 0) continue;
+      starts.emplace_back(*built, choices);
+      std::sort(starts.begin(), starts.end(),
+                [](const auto& a, const auto& b) { return a.first.better_than(b.first); });
+      if (starts.size() > kStarts) starts.pop_back();
     }
     const std::size_t refine_end = spent_ + kRefineOps;
     for (auto& [current, choices] : starts) {
@@ -377,10 +427,10 @@ class VSearch {
         improved = false;
         for (std::size_t d = 0; d < choices.size(); ++d) {
           for (int cap = 1; cap <= chunk0_fit_; ++cap) {
-            for (int bits = 0; bits < 32; ++bits) {
+            for (int bits = 0; bits < Choices::kDeviceCombinations; ++bits) {
               if (done() || spent_ + pass_ops_ > refine_end) return;
               std::vector<Choices> trial = choices;
-              trial[d] = Choices::from_bits(bits, cap);
+              trial[d] = Choices::from_bits(bits, cap).with_rules_of(choices[d]);
               if (trial[d] == choices[d]) continue;
               std::optional<Score> built = attempt(trial, current.max_span_ns);
               if (built && built->better_than(current)) {
@@ -393,6 +443,55 @@ class VSearch {
         }
       }
     }
+  }
+
+  // One uniform run of phase 1: the yes/no choices' bits, a cap on the chunk-0 microbatches
+  // in flight on device 0, lowered by `slope` on each later device (at least 1).
+  struct Candidate {
+    int bits;
+    int cap;
+    int slope;
+  };
+
+  // Phase 1's runs, the most promising first: combinations by their distance from the one
+  // that wins most often (without transfers: the plain greedy, uncapped, which reaches zero
+  // bubble at unit costs; with transfers: forward first, a W only in a gap it fits, and
+  // lookahead, under a cap two below what fits that shrinks by one per device), each under
+  // every cap.
+  std::vector<Candidate> candidates(bool free_transfers, int seven_eighths) const {
+    const int anchor = free_transfers ? 3 : 81;
+    std::vector<int> bits(Choices::kCombinations);
+    for (int b = 0; b < Choices::kCombinations; ++b)
+      bits[static_cast<std::size_t>(b)] = b;
+    std::stable_sort(bits.begin(), bits.end(), [&](int a, int b) {
+      return std::popcount(static_cast<unsigned>(a ^ anchor)) <
+             std::popcount(static_cast<unsigned>(b ^ anchor));
+    });
+    const int fit = chunk0_fit_;
+    std::vector<std::pair<int, int>> caps;  // (cap, slope)
+    auto add = [&](int cap, int slope) {
+      if (cap >= 1 && std::find(caps.begin(), caps.end(), std::pair{cap, slope}) == caps.end())
+        caps.emplace_back(cap, slope);
+    };
+    if (free_transfers) add(Choices::kNoCap, 0);
+    for (const auto& [cap, slope] : {std::pair{fit - 2, 1},
+                                     {Choices::kNoCap, 0},
+                                     {fit - 1, 0},
+                                     {seven_eighths, 0},
+                                     {fit - 2, 0},
+                                     {p_, 0},
+                                     {(3 * p_ + 3) / 4, 0},
+                                     {p_ - 1, 0},
+                                     {p_ / 2, 0},
+                                     {fit - 2, 2}}) {
+      add(cap, slope);
+    }
+    std::vector<Candidate> out;
+    for (const int b : bits) {
+      for (const auto& [cap, slope] : caps)
+        out.push_back({b, cap, slope});
+    }
+    return out;
   }
 
   // The best schedule found, with its score; nothing if every run ran out of memory.
@@ -419,7 +518,8 @@ class VSearch {
   const std::vector<StageCosts>& costs_;
   const std::vector<double>& limit_;
   int chunk0_fit_ = 1;
-  std::size_t pass_ops_ = 0;  // ops of one whole run
+  std::size_t pass_ops_ = 0;        // ops of one whole run
+  std::size_t uniform_budget_ = 0;  // ops phase 1 may place
   bool refine_ = false;
   std::size_t spent_ = 0;  // ops placed over all runs
   std::optional<Score> best_;

@@ -5,20 +5,25 @@
 //        as much as 1F1B holds; --mem-limit changes it). Built by simulating as it goes: each
 //        device, when free, runs a ready B, else a ready F that fits in memory, else a pending
 //        W (W fills what would be idle time and frees memory), else waits for the earliest
-//        input. A few yes/no choices (F before B when both are ready; which chunk's F and
-//        which stage's B go first; keep room for a chunk-1 F; wait for long gaps before a W)
-//        and a cap on the chunk-0 microbatches in flight (7/8 of what fits in memory, none,
-//        p, ...) are searched, the shortest result kept (the first with zero bubble). The
-//        search is bounded by the ops it simulates: small pipelines try every combination;
-//        from about p = 32, m = 256 (49k ops a run) it runs the greedy once: at the 7/8 cap,
-//        which keeps chunk 0 from starving chunk 1 of memory, or uncapped when every
-//        transfer is free (generation takes a few ms).
+//        input. Yes/no choices shape the rules: F before B when both are ready; which chunk's
+//        F and which stage's B go first; keep room for a chunk-1 F; a W only in a gap it fits;
+//        F and B taking turns after the first B; lookahead (wait for the preferred op when
+//        its input arrives before the other op would end: transfer time decides the choice
+//        between chunks and between F and B); feeding (between a startable F and B, the one
+//        whose next device is free first). A cap on the chunk-0 microbatches in flight (what
+//        fits less two, lowered by one per device; none; 7/8 of what fits; p; ...) keeps
+//        room for the chunk-1 forwards that arrive before the first B returns. The search
+//        runs combinations nearest the one that wins most often first, and keeps the
+//        shortest result (the first with zero bubble). Its budget is bounded by the ops it
+//        simulates, shrinking with the square of the size: small pipelines try thousands of
+//        runs; p = 32, m = 256 (49k ops a run) runs the greedy once or twice (a few ms).
 //        For small pipelines (p * cap * 32 runs within 1M simulated ops) the choices are
 //        then refined per device by coordinate descent.
 //        The greedy takes each op's cost to depend on its kind and stage only, not on its
 //        microbatch (generate() checks it against the cost model).
 //        With T_F = T_B = T_W and T_comm = 0 it reaches zero bubble at peak p M_B for
 //        m >= 2p (the tests check p up to 16, and 32). The limit is never exceeded.
+//        `bubblesim validate` compares it with the zero-bubble authors' own scheduler.
 //  v-half, v-min  The same search under (p+2)/2 M_B and floor((p+4)/3) M_B (the
 //        controllable-memory schedules: half and a third of 1F1B's memory), also trying caps
 //        around 3p/4 on the chunk-0 microbatches in flight. With unit costs they meet the

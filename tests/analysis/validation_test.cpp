@@ -1,0 +1,96 @@
+// The reference sets of the zero-bubble authors' own schedulers (../shared/data/reference/),
+// run row by row: every schedule valid and within its memory limit, V-Half and V-Min at
+// exactly the peak they exist for, and the costs against the authors'.
+#include "analysis/validation.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+
+#include "sim/cli/commands.h"
+#include "tests/temp_path.h"
+
+namespace bubblesim::analysis {
+namespace {
+
+using bubblesim::testing::temp_path;
+
+const std::filesystem::path kReference = std::filesystem::path(BUBBLESIM_SHARED_DATA) / "reference";
+
+// One test for all of it: each ctest process would run the 272 rows again.
+TEST(ReferenceSets, EveryRowValidWithinItsLimitAndCloseToTheAuthors) {
+  const sim::ScheduleRegistry registry = cli::make_schedule_registry();
+  const std::vector<ValidationRow> rows = run_reference_sets(kReference, registry);
+
+  // 120 zb-auto rows, 80 zb-v, 36 each of V-Half and V-Min (../shared/data/reference/README.md).
+  ASSERT_EQ(rows.size(), 120u + 80u + 72u);
+  for (const ValidationRow& row : rows) {
+    SCOPED_TRACE(row.family + " line " + std::to_string(row.line));
+    EXPECT_TRUE(std::isfinite(row.cost) && row.cost > 0);
+    EXPECT_LE(row.peak_activation, row.memory_limit * (1 + 1e-12));
+    // V-Half and V-Min hold exactly the memory they exist for, whatever the costs: in chunk
+    // units (M_B = 2 per whole stage) p + 2 and 2 floor((p+4)/3).
+    if (row.family == "v-half") {
+      EXPECT_EQ(row.peak_activation, row.pp + 2);
+    } else if (row.family == "v-min") {
+      EXPECT_EQ(row.peak_activation, 2 * ((row.pp + 4) / 3));
+    }
+  }
+
+  const std::vector<FamilySummary> families = summarize(rows);
+  ASSERT_EQ(families.size(), 4u);
+  // Where the authors' heuristic failed (4 zb-auto rows), bubblesim schedules every one.
+  EXPECT_EQ(families.front().family, "zb-auto");
+  EXPECT_EQ(families.front().reference_failed, 4);
+  EXPECT_EQ(families.front().found_where_reference_failed, 4);
+
+  // A guard against regressions, not the target: bubblesim does not yet meet the
+  // authors' cost on every row (docs/validation.md has the table). The bounds sit just above
+  // what this version reaches and below what the version before it reached (zb-v: mean
+  // 1.067, worst 1.113; V-Half 1.043 / 1.167; V-Min 1.120 / 1.288).
+  struct Bound {
+    const char* family;
+    double mean, worst;
+  };
+  const Bound bounds[] = {{"zb-auto", 1.000, 1.036},
+                          {"zb-v", 1.025, 1.09},
+                          {"v-half", 1.040, 1.166},
+                          {"v-min", 1.075, 1.20}};
+  for (const Bound& bound : bounds) {
+    SCOPED_TRACE(bound.family);
+    const auto it = std::find_if(families.begin(), families.end(),
+                                 [&](const FamilySummary& s) { return s.family == bound.family; });
+    ASSERT_NE(it, families.end());
+    EXPECT_LE(it->mean_ratio, bound.mean);
+    EXPECT_LE(it->worst_ratio, bound.worst);
+  }
+}
+
+TEST(ReferenceSetFiles, ErrorsNameTheFileAndLine) {
+  const std::filesystem::path dir = temp_path("validation_bad");
+  std::filesystem::create_directories(dir);
+  std::filesystem::copy_file(kReference / "zbv_visible.csv", dir / "zbv_visible.csv",
+                             std::filesystem::copy_options::overwrite_existing);
+  std::filesystem::copy_file(kReference / "v_half_min_visible.csv", dir / "v_half_min_visible.csv",
+                             std::filesystem::copy_options::overwrite_existing);
+  {
+    std::ofstream out(dir / "zb_auto_visible.csv");
+    out << "kind,p,m,mem_limit_factor,f,b,w,comm,m_b,m_w,ref_cost,ref_seconds\n"
+        << "zb-auto,2,4,1.0,1 1,1 1,1 1,0,1,1,10,0\n"
+        << "zb-auto,2,4,1.0,1 x,1 1,1 1,0,1,1,10,0\n";
+  }
+  const sim::ScheduleRegistry registry = cli::make_schedule_registry();
+  try {
+    run_reference_sets(dir, registry);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              (dir / "zb_auto_visible.csv").string() + ":3: column 'f': 'x' is not a number >= 0");
+  }
+  std::filesystem::remove_all(dir);
+  EXPECT_THROW(run_reference_sets(dir, registry), Error);  // missing files name the file
+}
+
+}  // namespace
+}  // namespace bubblesim::analysis
