@@ -348,6 +348,10 @@ class Run {
 
 Timeline Engine::run() {
   schedule_.validate();
+  return run_validated();
+}
+
+Timeline Engine::run_validated() {
   if (network_ != nullptr) {
     if (input_rule_ != InputRule::All) {
       throw InvalidArgument("the paper's evaluator rule cannot time transfers over a network");

@@ -119,6 +119,10 @@ class Engine {
   // Validates the schedule (Schedule::validate) and runs it to the end. A schedule that
   // deadlocks throws DeadlockError naming the ops on a dependency cycle.
   Timeline run();
+  // As run(), for a schedule already validated whose ops a search has since only reordered
+  // within their devices (pairs and routes unchanged): skips Schedule::validate. A reordering
+  // that deadlocks still throws DeadlockError.
+  Timeline run_validated();
 
  private:
   const Schedule& schedule_;

@@ -27,6 +27,10 @@ struct ScheduleParams {
   // Activation-memory limit per device for such schedules, in the unit of M_B; 0 means the
   // schedule's default.
   double mem_limit = 0;
+  // Whether the generators that search (zb-1p, zb-2p, zb-auto, zb-v, v-half, v-min) finish
+  // with the schedule improver (sim/schedules/improve.h) within its default budget; false
+  // shows the raw generator.
+  bool improve = true;
 };
 
 class ScheduleGenerator {

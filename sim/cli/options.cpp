@@ -338,6 +338,9 @@ void add_run_options(po::options_description& desc) {
     ("m-b", po::value<double>()->default_value(1.0, "1"),
      "activation memory M_B an F allocates (any unit; results use the same unit)")
     ("m-w", po::value<double>()->default_value(0.5, "0.5"), "activation memory M_W that B keeps for W")
+    ("no-improve", po::bool_switch(),
+     "zb-1p, zb-2p, zb-auto, zb-v, v-half, v-min: the generator's schedule as it is, without "
+     "the local search that improves it (sim/schedules/improve.h)")
     ("mem-limit", po::value<double>()->default_value(0, "p*M_B"),
      "activation-memory limit per device for the schedules built under a limit (zb-auto, zb-v, "
      "v-half, v-min), unit of --m-b; inf for none")
@@ -498,6 +501,7 @@ RunInputs read_run_inputs(const po::variables_map& vm, const sim::Schedule* from
   auto comm = parse_time_list("--comm", vm["comm"].as<std::string>(), p);
   const double m_b = non_negative(vm, "m-b");
   const double m_w = non_negative(vm, "m-w");
+  in.params.improve = !vm["no-improve"].as<bool>();
   in.mem_limit = vm["mem-limit"].as<double>();
   if (std::isnan(in.mem_limit) || in.mem_limit < 0) {
     throw InvalidArgument("option --mem-limit: expected a number >= 0 or inf, got " +

@@ -7,6 +7,7 @@
 #include "sim/cost_model.h"
 #include "sim/device_events.h"
 #include "sim/placement.h"
+#include "sim/schedules/improve.h"
 
 namespace bubblesim::sim {
 
@@ -24,10 +25,11 @@ struct Choices {
   bool alternate = false;                  // after the first B: F and B take turns
   bool lookahead = false;  // wait for the preferred op when it arrives before the other ends
   bool feed = false;       // between a startable F and B: the one whose next device is free first
+  bool commit = false;     // a chunk-1 F or B whose input is known goes first, however late
 
   static constexpr int kNoCap = 1 << 30;
   // The five yes/no choices from the bits of `bits` (0 is the defaults above).
-  static constexpr int kCombinations = 256;
+  static constexpr int kCombinations = 512;
   // The first five bits: the choices phase 2 varies per device (the later three are kept).
   static constexpr int kDeviceCombinations = 32;
   Choices with_rules_of(const Choices& other) const {
@@ -35,12 +37,13 @@ struct Choices {
     out.alternate = other.alternate;
     out.lookahead = other.lookahead;
     out.feed = other.feed;
+    out.commit = other.commit;
     return out;
   }
   static Choices from_bits(int bits, int cap) {
     return Choices{(bits & 1) != 0,  (bits & 2) != 0,  (bits & 4) == 0,
                    (bits & 8) == 0,  (bits & 16) != 0, cap,
-                   (bits & 32) != 0, (bits & 64) != 0, (bits & 128) != 0};
+                   (bits & 32) != 0, (bits & 64) != 0, (bits & 128) != 0, (bits & 256) != 0};
   }
   friend bool operator==(const Choices&, const Choices&) = default;
 };
@@ -207,7 +210,8 @@ class VGreedy {
     // B: the earliest of the two stages' next B that fits, ties to the preferred stage.
     const TimeNs bl = held + kl.b_delta <= room ? start(free, b_ready_[index(low, cl.b)]) : kNever;
     const TimeNs bh = held + kh.b_delta <= room ? start(free, b_ready_[index(high, ch.b)]) : kNever;
-    const bool b_high = choices.lower_stage_backward_first ? bh < bl : bh <= bl && bh != kNever;
+    bool b_high = choices.lower_stage_backward_first ? bh < bl : bh <= bl && bh != kNever;
+    if (choices.commit && bh != kNever) b_high = true;
     Pick b = b_high ? Pick{bh, OpKind::B, high} : Pick{bl, OpKind::B, low};
 
     // F: likewise, within the cap on chunk 0 and the memory (with the room kept for chunk 1).
@@ -227,6 +231,7 @@ class VGreedy {
     if (choices.lookahead && fh != kNever && fl != kNever) {
       f_high = choices.chunk1_forward_first ? fh < fl + kl.f_ns : !(fl < fh + kh.f_ns);
     }
+    if (choices.commit && fh != kNever) f_high = true;
     Pick f = f_high ? Pick{fh, OpKind::F, high} : Pick{fl, OpKind::F, low};
     if (choices.alternate && seen_b_[i]) {
       const bool f_left = cl.f < m_ || ch.f < m_;
@@ -613,6 +618,11 @@ class VShape final : public ScheduleGenerator {
         BUBBLESIM_CHECK(held <= limit[i] + 1e-9,
                         "the V greedy exceeded its memory limit on device " + std::to_string(d));
       }
+    }
+    if (params.improve) {
+      return improve_schedule(schedule, costs,
+                              ImproveLimits{limit, improve_budget_ops(schedule.num_ops())})
+          .schedule;
     }
     return std::move(schedule);
   }

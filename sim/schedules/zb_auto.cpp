@@ -1,4 +1,5 @@
 #include "sim/schedules/zb_auto.h"
+#include "sim/schedules/improve.h"
 
 #include <algorithm>
 #include <cmath>
@@ -441,8 +442,12 @@ class ZbAuto final : public ScheduleGenerator {
         PerDeviceCostModel::uniform(DeviceCosts{1000, 1000, 1000, 0, 1.0, 0.5}, params.pp);
     const CostModel& costs = params.costs != nullptr ? *params.costs : unit;
     try {
-      return auto_zero_bubble(params.pp, params.microbatches, costs,
-                              limits_for(kind_, params, costs));
+      const std::vector<double> limit = limits_for(kind_, params, costs);
+      Schedule schedule = auto_zero_bubble(params.pp, params.microbatches, costs, limit);
+      if (!params.improve) return schedule;
+      return improve_schedule(schedule, costs,
+                              ImproveLimits{limit, improve_budget_ops(schedule.num_ops())})
+          .schedule;
     } catch (const InvalidArgument& e) {
       throw InvalidArgument("schedule '" + std::string(name()) + "': " + e.what());
     }

@@ -1,0 +1,240 @@
+#include "sim/schedules/improve.h"
+
+#include <algorithm>
+#include <optional>
+
+#include "sim/engine.h"
+#include "sim/op_graph.h"
+
+namespace bubblesim::sim {
+
+namespace {
+
+struct Score {
+  TimeNs max_span_ns = 0;
+  TimeNs sum_span_ns = 0;
+  bool better_than(const Score& other) const {
+    return max_span_ns != other.max_span_ns ? max_span_ns < other.max_span_ns
+                                            : sum_span_ns < other.sum_span_ns;
+  }
+};
+
+struct Evaluation {
+  Score score;
+  Timeline timeline;
+  std::vector<TimeNs> span_ns;  // per device
+};
+
+// Moves the op at `from` of `device` to position `to` (the others shift).
+struct Move {
+  int device;
+  std::size_t from;
+  std::size_t to;
+};
+
+// Whether `consumer`'s data input is `producer` (same microbatch).
+bool feeds(const Schedule& schedule, const Op& producer, const Op& consumer) {
+  if (producer.microbatch != consumer.microbatch) return false;
+  SlotRef input{};
+  if (!data_input(consumer.kind, consumer.stage, schedule.route(consumer.microbatch), input)) {
+    return false;
+  }
+  return input.stage == producer.stage && input.slot == slot_of(producer.kind);
+}
+
+class Improver {
+ public:
+  Improver(const Schedule& schedule, const CostModel& costs, const ImproveLimits& limits)
+      : current_(schedule), costs_(costs), limits_(limits), ops_(schedule.num_ops()) {}
+
+  ImproveResult run() {
+    std::optional<Evaluation> start = evaluate(current_);
+    BUBBLESIM_CHECK(start.has_value(), "the improver's input schedule deadlocks");
+    Evaluation best = std::move(*start);
+    ImproveResult result;
+    result.before_ns = best.score.max_span_ns;
+    for (bool improved = true; improved && has_budget();) {
+      improved = false;
+      for (const Move& move : moves(best)) {
+        if (!has_budget()) break;
+        Schedule trial = current_;
+        if (!apply(trial, move)) continue;
+        std::optional<Evaluation> tried = evaluate(trial);
+        if (tried && tried->score.better_than(best.score)) {
+          current_ = std::move(trial);
+          best = std::move(*tried);
+          improved = true;
+          break;
+        }
+      }
+    }
+    result.after_ns = best.score.max_span_ns;
+    result.runs = runs_;
+    result.schedule = std::move(current_);
+    return result;
+  }
+
+ private:
+  bool has_budget() const { return spent_ + ops_ <= limits_.budget_ops; }
+
+  std::optional<Evaluation> evaluate(const Schedule& schedule) {
+    ++runs_;
+    spent_ += ops_;
+    Evaluation e;
+    try {
+      e.timeline = Engine(schedule, costs_).run_validated();
+    } catch (const DeadlockError&) {
+      return std::nullopt;
+    }
+    for (const auto& ops : e.timeline.device_ops) {
+      const TimeNs span = ops.empty() ? 0 : ops.back().end_ns - ops.front().start_ns;
+      e.span_ns.push_back(span);
+      e.score.max_span_ns = std::max(e.score.max_span_ns, span);
+      e.score.sum_span_ns += span;
+    }
+    return e;
+  }
+
+  // Applies `move` if it keeps every op after its input on the device and the device within
+  // its memory limit.
+  bool apply(Schedule& schedule, const Move& move) const {
+    auto& ops = schedule.device_ops[static_cast<std::size_t>(move.device)];
+    if (move.from == move.to || move.from >= ops.size() || move.to >= ops.size()) return false;
+    const Op op = ops[move.from];
+    if (move.to < move.from) {
+      for (std::size_t i = move.to; i < move.from; ++i) {
+        if (feeds(schedule, ops[i], op)) return false;
+      }
+      std::rotate(ops.begin() + static_cast<std::ptrdiff_t>(move.to),
+                  ops.begin() + static_cast<std::ptrdiff_t>(move.from),
+                  ops.begin() + static_cast<std::ptrdiff_t>(move.from) + 1);
+    } else {
+      for (std::size_t i = move.from + 1; i <= move.to; ++i) {
+        if (feeds(schedule, op, ops[i])) return false;
+      }
+      std::rotate(ops.begin() + static_cast<std::ptrdiff_t>(move.from),
+                  ops.begin() + static_cast<std::ptrdiff_t>(move.from) + 1,
+                  ops.begin() + static_cast<std::ptrdiff_t>(move.to) + 1);
+    }
+    if (limits_.memory_limit.empty()) return true;
+    double held = 0;
+    const double limit = limits_.memory_limit[static_cast<std::size_t>(move.device)] + 1e-9;
+    for (const Op& o : ops) {
+      held += costs_.activation_delta(o, move.device);
+      if (held > limit) return false;
+    }
+    return true;
+  }
+
+  // Where each op is: its device and position.
+  struct Place {
+    int device = -1;
+    std::size_t index = 0;
+  };
+
+  // The moves that could close the idle gaps, most promising first (see improve.h).
+  std::vector<Move> moves(const Evaluation& e) const {
+    const OpSlots slots(current_.num_stages(), current_.num_microbatches);
+    std::vector<Place> place(slots.size());
+    for (int d = 0; d < current_.num_devices(); ++d) {
+      const auto& ops = current_.device_ops[static_cast<std::size_t>(d)];
+      for (std::size_t i = 0; i < ops.size(); ++i) place[slots(ops[i])] = {d, i};
+    }
+    struct Gap {
+      int device;
+      std::size_t index;  // the op that waited
+      TimeNs device_span_ns, gap_ns;
+    };
+    std::vector<Gap> gaps;
+    for (int d = 0; d < current_.num_devices(); ++d) {
+      const auto& t = e.timeline.device_ops[static_cast<std::size_t>(d)];
+      for (std::size_t i = 1; i < t.size(); ++i) {
+        const TimeNs gap = t[i].start_ns - t[i - 1].end_ns;
+        if (gap > 0) gaps.push_back({d, i, e.span_ns[static_cast<std::size_t>(d)], gap});
+      }
+    }
+    std::sort(gaps.begin(), gaps.end(), [](const Gap& a, const Gap& b) {
+      return a.device_span_ns != b.device_span_ns ? a.device_span_ns > b.device_span_ns
+                                                  : a.gap_ns > b.gap_ns;
+    });
+    std::vector<Move> out;
+    for (const Gap& gap : gaps) {
+      const auto& ops = current_.device_ops[static_cast<std::size_t>(gap.device)];
+      // A pending W: the first after the gap whose B ran before it.
+      for (std::size_t j = gap.index + 1; j < ops.size(); ++j) {
+        const Op& w = ops[j];
+        if (w.kind != OpKind::W) continue;
+        const Place& b = place[slots(Slot::Backward, w.stage, w.microbatch)];
+        if (b.index < gap.index) {
+          out.push_back({gap.device, j, gap.index});
+          break;
+        }
+      }
+      // A pending W run before the gap, moved into it (what it held up goes earlier).
+      for (std::size_t j = gap.index; j-- > 0;) {
+        if (ops[j].kind == OpKind::W) {
+          out.push_back({gap.device, j, gap.index - 1});
+          break;
+        }
+      }
+      // Back along the chain of inputs the waiting op waited for, to the first op that
+      // waited for its device instead: that op, earlier on its device.
+      if (const std::optional<Place> held = held_up(e, place, slots, gap.device, gap.index)) {
+        for (const std::size_t shift : {1, 2, 4, 8}) {
+          if (held->index < shift) break;
+          out.push_back({held->device, held->index, held->index - shift});
+        }
+      }
+      // The waiting op after the next one.
+      if (gap.index + 1 < ops.size()) out.push_back({gap.device, gap.index, gap.index + 1});
+    }
+    return out;
+  }
+
+  // From the op at (device, index), which waited for its input: follows the inputs back
+  // while each op started as its input arrived, and returns the first op that started later
+  // than its input (its device was busy), if any.
+  std::optional<Place> held_up(const Evaluation& e, const std::vector<Place>& place,
+                               const OpSlots& slots, int device, std::size_t index) const {
+    Place at{device, index};
+    for (;;) {
+      const Op& op = current_.device_ops[static_cast<std::size_t>(at.device)][at.index];
+      SlotRef input{};
+      if (!data_input(op.kind, op.stage, current_.route(op.microbatch), input)) {
+        return std::nullopt;
+      }
+      const Place producer = place[slots(input.slot, input.stage, op.microbatch)];
+      const OpTiming& made =
+          e.timeline.device_ops[static_cast<std::size_t>(producer.device)][producer.index];
+      const TimeNs arrives = made.end_ns + (producer.device == at.device
+                                                ? 0
+                                                : costs_.transfer_ns(producer.device, at.device));
+      const OpTiming& ran = e.timeline.device_ops[static_cast<std::size_t>(at.device)][at.index];
+      if (ran.start_ns > arrives) return at;   // waited for its device
+      if (producer.device == at.device) return std::nullopt;  // a local chain: nothing to move
+      at = producer;
+    }
+  }
+
+  Schedule current_;
+  const CostModel& costs_;
+  const ImproveLimits& limits_;
+  std::size_t ops_;
+  std::size_t spent_ = 0;
+  std::size_t runs_ = 0;
+};
+
+}  // namespace
+
+std::size_t improve_budget_ops(std::size_t schedule_ops) {
+  constexpr std::size_t kMaxOps = 3'000'000;
+  constexpr std::size_t kImproveScale = 300'000'000;
+  return std::min(kMaxOps, kImproveScale / std::max<std::size_t>(1, schedule_ops));
+}
+
+ImproveResult improve_schedule(const Schedule& schedule, const CostModel& costs,
+                               const ImproveLimits& limits) {
+  return Improver(schedule, costs, limits).run();
+}
+
+}  // namespace bubblesim::sim

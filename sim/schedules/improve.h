@@ -1,0 +1,55 @@
+// The schedule improver: local search over the per-device order of any valid schedule
+// (a generator's or a file's), timed by the engine.
+//
+// What it optimises: the largest device span (the zero-bubble paper's cost), then the sum of
+// the device spans (so that progress off the longest device counts too). It never returns a
+// schedule worse than its input by that order, and never lets a device's activation memory
+// exceed its limit (a move that would is not tried).
+//
+// How: repeatedly time the schedule with the engine (Engine::run_validated), then look at the
+// idle gaps of the devices, longest device first and longest gap first, and try the moves
+// that could close each gap, keeping the first that makes the schedule better:
+//  - a pending W of the device (its B already run before the gap) moved into the gap;
+//  - the op that produces the waited-for input moved earlier on its own device (past up to
+//    8 ops, never past its own input);
+//  - the waiting op moved after the op that follows it (which may be ready sooner).
+// A move that deadlocks is dropped. The search stops when no move helps or the ops simulated
+// reach the budget. Each round costs one engine run per move tried (O(ops) each).
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "sim/cost_model.h"
+#include "sim/schedule.h"
+
+namespace bubblesim::sim {
+
+struct ImproveLimits {
+  // Per device, in the unit of the cost model's activation deltas; empty for no limit.
+  std::vector<double> memory_limit;
+  // Ops the engine may simulate over all the candidate runs (each run costs the schedule's
+  // op count); 0 returns the schedule as it is.
+  std::size_t budget_ops = 0;
+};
+
+struct ImproveResult {
+  Schedule schedule;
+  TimeNs before_ns = 0;  // largest device span of the input
+  TimeNs after_ns = 0;   // and of the result
+  std::size_t runs = 0;  // engine runs made
+};
+
+// The default budget for a schedule of `schedule_ops` ops, as the generators use it: at most
+// 3M simulated ops, shrinking with the square of the size (kImproveScale / ops), so that
+// large pipelines (p = 32, m = 128 of zb-auto; p = 32, m = 256 of zb-v) get a run or none
+// and keep their generation time, and small ones get thousands.
+std::size_t improve_budget_ops(std::size_t schedule_ops);
+
+// Precondition: `schedule` is valid (Schedule::validate) and runs without deadlock with
+// `costs`, has no overlapped pairs and, with limits, holds within them. Throws what
+// Engine::run throws otherwise.
+ImproveResult improve_schedule(const Schedule& schedule, const CostModel& costs,
+                               const ImproveLimits& limits);
+
+}  // namespace bubblesim::sim
