@@ -332,7 +332,8 @@ int cmd_sweep(const std::vector<std::string>& args, const std::string& command_l
       last_write = Clock::now();
     }
   }
-  interrupted = interrupted || g_interrupted.load();
+  // A Ctrl-C that came after the last configuration stopped nothing: the sweep is complete.
+  interrupted = interrupted || (g_interrupted.load() && done_now < pending.size());
   progress.update(done_now, true);
   write();
 
