@@ -34,6 +34,10 @@ RunSummary simulate_generated(const sim::ScheduleGenerator& generator,
 int cmd_sweep(const std::vector<std::string>& args, const std::string& command_line,
               std::ostream& out, std::ostream& err);
 
+// `bubblesim merge` (merge.cpp): joins the sweep tables of a study's shards.
+int cmd_merge(const std::vector<std::string>& args, const std::string& command_line,
+              std::ostream& out);
+
 // `bubblesim report` (report.cpp).
 int cmd_report(const std::vector<std::string>& args, std::ostream& out);
 
