@@ -83,6 +83,24 @@ class TransferLog final : public EngineObserver {
   std::vector<TransferEvent> transfers_;
 };
 
+// How a transfer between two devices uses their compute streams.
+enum class P2pMode : std::uint8_t {
+  // A transfer occupies neither compute stream: it delays only its receiver, whose op may
+  // start CostModel::transfer_ns after the producer ends. The default.
+  Async,
+  // As Megatron runs its point-to-point sends and receives (blocking NCCL kernels on the
+  // compute stream). The sender holds its stream for the transfer right after the producing
+  // op (every output that leaves the device, one after the other); the receiver holds its
+  // stream for the transfer from when both sides are ready, max(the device is free, the
+  // producer ended), and then starts the op (an overlapped pair waits for the longer of its
+  // two receives). A strict rendezvous, where the sender also waits for the receiver to be
+  // free, deadlocks the handcrafted orders (1F1B sends a forward to a device that is itself
+  // sending): Megatron avoids it by batching each send with the matching receive, which this
+  // approximates by letting the send start when its op ends. Time on either side counts as
+  // idle, not busy (it is not compute). Not with a network (checked at run).
+  Blocking,
+};
+
 // Which data inputs the ops wait for.
 enum class InputRule : std::uint8_t {
   // Every op waits for its input (DESIGN.md §3), as the hardware has to. The default.
@@ -116,6 +134,10 @@ class Engine {
   // InvalidArgument): InputRule::All with a network.
   void set_input_rule(InputRule rule) { input_rule_ = rule; }
 
+  // How transfers use the compute streams (P2pMode::Async unless set). Precondition (checked
+  // at run, InvalidArgument): P2pMode::Async with a network.
+  void set_p2p(P2pMode mode) { p2p_ = mode; }
+
   // Validates the schedule (Schedule::validate) and runs it to the end. A schedule that
   // deadlocks throws DeadlockError naming the ops on a dependency cycle.
   Timeline run();
@@ -130,6 +152,7 @@ class Engine {
   std::vector<EngineObserver*> observers_;
   const Network* network_ = nullptr;
   InputRule input_rule_ = InputRule::All;
+  P2pMode p2p_ = P2pMode::Async;
 };
 
 // The run of Engine::run with a network (network_engine.cpp).
