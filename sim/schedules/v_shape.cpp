@@ -728,11 +728,7 @@ std::optional<std::pair<Schedule, TimeNs>> best_v_block(int p, int m,
     if (!block.lay_out(t0 + t0 * j / kSteps)) continue;
     if (!block.within(m, limit)) continue;
     Schedule schedule = block.repeat(m);
-    const Timeline timeline = Engine(schedule, model).run();
-    TimeNs span = 0;
-    for (const auto& ops : timeline.device_ops) {
-      if (!ops.empty()) span = std::max(span, ops.back().end_ns - ops.front().start_ns);
-    }
+    const TimeNs span = Engine(schedule, model).run().max_span_ns();
     ++timed;
     if (!best || span < best->second) best.emplace(std::move(schedule), span);
   }

@@ -1,5 +1,4 @@
 #include "sim/schedules/zb_auto.h"
-#include "sim/schedules/improve.h"
 
 #include <algorithm>
 #include <cmath>
@@ -7,8 +6,10 @@
 
 #include "sim/cost_model.h"
 #include "sim/device_events.h"
-#include "sim/schedules/handcrafted.h"
+#include "sim/engine.h"
 #include "sim/metrics.h"
+#include "sim/schedules/handcrafted.h"
+#include "sim/schedules/improve.h"
 
 namespace bubblesim::sim {
 
@@ -265,64 +266,6 @@ class LinearGreedy {
   Schedule schedule_;
 };
 
-// The longest device span of `schedule` (stage s on device s, split backward, each pass in
-// microbatch order) with the stages' costs, every op starting once its device is free and its
-// input has arrived: the engine's timing, found by sweeping the devices in turn, forward and
-// back, each as far as its inputs allow. Much cheaper than a greedy run; kNever if it
-// deadlocks.
-TimeNs fixed_order_span(const Schedule& schedule, int m, const std::vector<StageCosts>& c) {
-  const int p = static_cast<int>(c.size());
-  const auto at = [m](int stage, int mb) {
-    return static_cast<std::size_t>(stage) * static_cast<std::size_t>(m) +
-           static_cast<std::size_t>(mb);
-  };
-  std::vector<TimeNs> f_end(static_cast<std::size_t>(p * m), kNever), b_end(f_end);
-  std::vector<std::size_t> next(c.size(), 0);
-  std::vector<TimeNs> free(c.size(), 0), first(c.size(), kNever);
-  std::size_t placed = 0;
-  const auto advance = [&](int d) {
-    const auto i = static_cast<std::size_t>(d);
-    const auto& ops = schedule.device_ops[i];
-    bool moved = false;
-    for (; next[i] < ops.size(); ++next[i], ++placed, moved = true) {
-      const Op& op = ops[next[i]];
-      TimeNs ready = 0, duration = c[i].w_ns;
-      if (op.kind == OpKind::F) {
-        duration = c[i].f_ns;
-        if (d > 0) {
-          ready = f_end[at(d - 1, op.microbatch)];
-          if (ready != kNever) ready += c[i - 1].to_next_ns;
-        }
-      } else if (op.kind == OpKind::B) {
-        duration = c[i].b_ns;
-        ready = d + 1 < p ? b_end[at(d + 1, op.microbatch)] : f_end[at(d, op.microbatch)];
-        if (ready != kNever && d + 1 < p) ready += c[i + 1].to_prev_ns;
-      } else {
-        ready = b_end[at(d, op.microbatch)];
-      }
-      if (ready == kNever) break;
-      const TimeNs start = std::max(free[i], ready);
-      first[i] = std::min(first[i], start);
-      free[i] = start + duration;
-      if (op.kind == OpKind::F) f_end[at(d, op.microbatch)] = free[i];
-      if (op.kind == OpKind::B) b_end[at(d, op.microbatch)] = free[i];
-    }
-    return moved;
-  };
-  for (bool moved = true; moved;) {
-    moved = false;
-    for (int d = 0; d < p; ++d)
-      moved = advance(d) || moved;
-    for (int d = p - 1; d >= 0; --d)
-      moved = advance(d) || moved;
-  }
-  if (placed != static_cast<std::size_t>(3 * p * m)) return kNever;
-  TimeNs span = 0;
-  for (std::size_t i = 0; i < c.size(); ++i)
-    span = std::max(span, free[i] - first[i]);
-  return span;
-}
-
 bool fits_everywhere(const Schedule& schedule, const CostModel& costs,
                      const std::vector<double>& limit) {
   const std::vector<double> peaks = activation_peaks(schedule, costs);
@@ -383,7 +326,7 @@ Schedule auto_zero_bubble(int p, int m, const CostModel& costs, const std::vecto
   // The handcrafted schedule with the most memory that fits the limit competes too, so the
   // result is never worse than it.
   if (std::optional<Schedule> handcrafted = handcrafted_candidate(p, m, costs, limit)) {
-    const TimeNs span = fixed_order_span(*handcrafted, m, c);
+    const TimeNs span = Engine(*handcrafted, costs).run().max_span_ns();
     if (!best || span < best->max_span_ns) best = Built{std::move(*handcrafted), span};
   }
   BUBBLESIM_CHECK(best.has_value() && best->schedule.num_ops() == num_ops,
