@@ -8,8 +8,10 @@
 #include "sim/device_events.h"
 #include "sim/engine.h"
 #include "sim/metrics.h"
+#include "sim/placement.h"
 #include "sim/schedules/handcrafted.h"
 #include "sim/schedules/improve.h"
+#include "sim/schedules/stage_costs.h"
 
 namespace bubblesim::sim {
 
@@ -33,25 +35,6 @@ struct Built {
   TimeNs max_span_ns = 0;
 };
 
-// The costs of one stage, read once from the cost model (microbatch 0 stands for all).
-struct StageCosts {
-  TimeNs f_ns, b_ns, w_ns;
-  TimeNs to_next_ns, to_prev_ns;  // transfer to the next / previous stage's device
-  double f_delta, b_delta, w_delta;
-};
-
-std::vector<StageCosts> stage_costs(int p, const CostModel& costs) {
-  std::vector<StageCosts> out;
-  for (int s = 0; s < p; ++s) {
-    const Op f{OpKind::F, s, 0, 0}, b{OpKind::B, s, 0, 0}, w{OpKind::W, s, 0, 0};
-    out.push_back(StageCosts{costs.duration_ns(f, s), costs.duration_ns(b, s),
-                             costs.duration_ns(w, s), s + 1 < p ? costs.transfer_ns(s, s + 1) : 0,
-                             s > 0 ? costs.transfer_ns(s, s - 1) : 0, costs.activation_delta(f, s),
-                             costs.activation_delta(b, s), costs.activation_delta(w, s)});
-  }
-  return out;
-}
-
 // Warm-up forwards per stage: as many as run before the first B can arrive if every stage
 // starts its first F as soon as it can, within the limit, and at least one more than the next
 // stage (as far as the limit allows).
@@ -60,12 +43,12 @@ std::vector<int> warmup_forwards(int m, const std::vector<StageCosts>& c,
   const int p = static_cast<int>(c.size());
   std::vector<TimeNs> first_f(c.size(), 0);
   for (std::size_t s = 1; s < c.size(); ++s)
-    first_f[s] = first_f[s - 1] + c[s - 1].f_ns + c[s - 1].to_next_ns;
+    first_f[s] = first_f[s - 1] + c[s - 1].f_ns + c[s - 1].f_out_ns;
   std::vector<int> warm(c.size(), 1);
   TimeNs b_arrives = first_f.back() + c.back().f_ns;  // on the last stage, after its first F
   for (int s = p - 1; s >= 0; --s) {
     const auto i = static_cast<std::size_t>(s);
-    if (s < p - 1) b_arrives += c[i + 1].b_ns + c[i + 1].to_prev_ns;
+    if (s < p - 1) b_arrives += c[i + 1].b_ns + c[i + 1].b_out_ns;
     const double window = static_cast<double>(b_arrives - first_f[i]);
     const double fit = window / static_cast<double>(std::max<TimeNs>(c[i].f_ns, 1));
     int n = static_cast<int>(choices.idle_before_first_b ? std::floor(fit + 1e-9)
@@ -234,13 +217,13 @@ class LinearGreedy {
     if (pick.kind == OpKind::F) {
       if (s + 1 < p_) {
         consumer = s + 1;
-        arrival = f_ready_[index(s + 1, mb)] = end + c.to_next_ns;
+        arrival = f_ready_[index(s + 1, mb)] = end + c.f_out_ns;
       } else {
         b_ready_[index(s, mb)] = end;
       }
     } else if (pick.kind == OpKind::B && s > 0) {
       consumer = s - 1;
-      arrival = b_ready_[index(s - 1, mb)] = end + c.to_prev_ns;
+      arrival = b_ready_[index(s - 1, mb)] = end + c.b_out_ns;
     }
     replan(s);
     // An input that arrives after the consumer's planned F or B starts cannot change that
@@ -295,7 +278,7 @@ constexpr std::size_t kMinRuns = 1;
 }  // namespace
 
 Schedule auto_zero_bubble(int p, int m, const CostModel& costs, const std::vector<double>& limit) {
-  const std::vector<StageCosts> c = stage_costs(p, costs);
+  const std::vector<StageCosts> c = stage_costs(looped_placement(p, 1), costs);
   for (int s = 0; s < p; ++s) {
     const auto i = static_cast<std::size_t>(s);
     const double need = std::max(c[i].f_delta, c[i].f_delta + c[i].b_delta);
