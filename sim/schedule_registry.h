@@ -46,6 +46,13 @@ class ScheduleGenerator {
   virtual bool takes_mem_limit() const { return false; }
   // Throws InvalidArgument naming the parameter when `params` are out of range.
   virtual Schedule generate(const ScheduleParams& params) const = 0;
+  // The exact mode (sim/exact/zb_ilp.h): the per-device activation-memory limits under which
+  // it may improve what generate(params) built (params.costs set); empty when this generator
+  // has no exact mode.
+  virtual std::vector<double> exact_limits(const ScheduleParams& params) const {
+    (void)params;
+    return {};
+  }
 };
 
 // A schedule name the registry does not know; the message lists the valid names.

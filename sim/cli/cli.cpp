@@ -103,10 +103,11 @@ bool parse(const std::vector<std::string>& args, const po::options_description& 
 // Replaces `schedule` (built by `generator`) with the exact mode's result.
 ExactSummary improve_exactly(sim::Schedule& schedule, const sim::ScheduleGenerator& generator,
                              const sim::ScheduleParams& params, double time_limit_s) {
-  const std::vector<double> limits = sim::zb_auto_limits(generator.name(), params, *params.costs);
+  const std::vector<double> limits = generator.exact_limits(params);
   if (limits.empty()) {
-    throw InvalidArgument("option --exact: applies to zb-1p, zb-2p and zb-auto, not '" +
-                          std::string(generator.name()) + "'");
+    throw InvalidArgument(
+        "option --exact: applies to zb-1p, zb-2p, zb-auto, zb-v, v-half and v-min, not '" +
+        std::string(generator.name()) + "'");
   }
   sim::exact::ExactResult r =
       sim::exact::solve_zero_bubble_ilp(schedule, *params.costs, limits, {time_limit_s});
@@ -379,8 +380,9 @@ int cmd_simulate(const std::vector<std::string>& args, const std::string& comman
     ("trace-json", po::value<std::string>(),
      "also write the simulated timeline to this Chrome/Perfetto trace JSON file")
     ("exact", po::bool_switch(),
-     "zb-1p, zb-2p, zb-auto: improve the heuristic's schedule with the exact ILP (CBC), "
-     "warm-started from it; reports the optimum, or the best bound and gap (p*m <= 200)")
+     "zb-1p, zb-2p, zb-auto, zb-v, v-half, v-min: improve the heuristic's schedule with the "
+     "exact ILP (CBC), warm-started from it; reports the optimum, or the best bound and gap "
+     "(p*m <= 200)")
     ("time-limit", po::value<double>()->default_value(10), "seconds the --exact solver may take")
     ("mem-limit-sweep", po::value<std::string>(),
      "FROM:TO:STEP: simulate at each memory limit, as multiples of p*M_B, and print the "
@@ -435,8 +437,8 @@ int cmd_simulate(const std::vector<std::string>& args, const std::string& comman
   }
   if (exact && vm.count("schedule-file") != 0) {
     throw InvalidArgument(
-        "option --exact: improves a generated schedule (-s zb-1p, zb-2p or "
-        "zb-auto), not a --schedule-file");
+        "option --exact: improves a generated schedule (-s zb-1p, zb-2p, zb-auto, zb-v, "
+        "v-half or v-min), not a --schedule-file");
   }
   RunInputs in;
   sim::Schedule schedule;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -103,87 +104,134 @@ class LinearProgram {
   std::vector<double> row_lower_, row_upper_;
 };
 
-// Builds and solves the program of zb_ilp.h.
+// The classes of passes: F, B and W of each stage. Class c = stage * 3 + kind index.
+int class_of(int stage, int kind) {
+  return stage * kKinds + kind;
+}
+
+// Builds and solves the program of zb_ilp.h for any placement of a line of stages.
 class Program {
  public:
-  Program(int p, int m, const CostModel& costs, const std::vector<double>& limit)
-      : p_(p), m_(m), costs_(costs), limit_(limit), model_(Cbc_newModel(), &Cbc_deleteModel) {
-    for (int s = 0; s < p; ++s) {
-      for (int k = 0; k < kKinds; ++k)
-        duration_[k].push_back(ms(costs.duration_ns(Op{kKindOf[k], s, 0, 0}, s)));
-      to_next_.push_back(s + 1 < p ? ms(costs.transfer_ns(s, s + 1)) : 0);
-      to_prev_.push_back(s > 0 ? ms(costs.transfer_ns(s, s - 1)) : 0);
-      first_f_.push_back(s == 0 ? 0 : first_f_.back() + duration_[0][s - 1] + to_next_[s - 1]);
+  Program(const Schedule& shape, const CostModel& costs, const std::vector<double>& limit)
+      : stages_(shape.num_stages()),
+        devices_(shape.num_devices()),
+        m_(shape.num_microbatches),
+        stage_device_(shape.stage_device),
+        costs_(costs),
+        limit_(limit),
+        model_(Cbc_newModel(), &Cbc_deleteModel) {
+    const auto hop = [&](int from, int to) {
+      const int a = device(from), b = device(to);
+      return a == b ? 0.0 : ms(costs.transfer_ns(a, b));
+    };
+    for (int s = 0; s < stages_; ++s) {
+      int chunk = 0;
+      for (int e = 0; e < s; ++e)
+        chunk += device(e) == device(s);
+      chunk_.push_back(chunk);
+      for (int k = 0; k < kKinds; ++k) {
+        const Op op{kKindOf[k], s, chunk, 0};
+        duration_.push_back(ms(costs.duration_ns(op, device(s))));
+        delta_.push_back(costs.activation_delta(op, device(s)));
+      }
+      to_next_.push_back(s + 1 < stages_ ? hop(s, s + 1) : 0);
+      to_prev_.push_back(s > 0 ? hop(s, s - 1) : 0);
+      earliest_f_.push_back(s == 0 ? 0 : earliest_f_.back() + dur(s - 1, 0) + to_next_[s - 1]);
+    }
+    // Each device's first pass is the F of its lowest stage, at once.
+    first_stage_.assign(static_cast<std::size_t>(devices_), -1);
+    for (int s = stages_ - 1; s >= 0; --s)
+      first_stage_[static_cast<std::size_t>(device(s))] = s;
+    // The order of a microbatch's passes that the dependencies imply: before_[a][b] when
+    // class a precedes class b for the same microbatch (transitive closure of F(s) -> F(s+1),
+    // F(last) -> B(last), B(s+1) -> B(s), B(s) -> W(s)).
+    const int classes = stages_ * kKinds;
+    before_.assign(static_cast<std::size_t>(classes),
+                   std::vector<bool>(static_cast<std::size_t>(classes)));
+    std::vector<int> chain;  // F(0..S-1), B(S-1..0): a total order
+    for (int s = 0; s < stages_; ++s)
+      chain.push_back(class_of(s, 0));
+    for (int s = stages_ - 1; s >= 0; --s)
+      chain.push_back(class_of(s, 1));
+    for (std::size_t x = 0; x < chain.size(); ++x) {
+      for (std::size_t y = x + 1; y < chain.size(); ++y)
+        set_before(chain[x], chain[y]);
+    }
+    for (int s = 0; s < stages_; ++s) {  // W(s) after B(s) and all before it
+      for (int a = 0; a < classes; ++a) {
+        if (a == class_of(s, 1) || is_before(a, class_of(s, 1))) set_before(a, class_of(s, 2));
+      }
     }
   }
 
   // `bound_ms`: the warm start's span, an upper bound on the objective.
   void build(double bound_ms) {
     Cbc_setLogLevel(model_.get(), 0);
-    double longest = 0;
-    for (const auto& d : duration_)
-      longest = std::max(longest, *std::max_element(d.begin(), d.end()));
+    const double longest = *std::max_element(duration_.begin(), duration_.end());
     const double big_m = bound_ms + longest;
-    // Start times: every pass of stage s lies within [first_f(s), first_f(s) + bound].
-    for (int s = 0; s < p_; ++s) {
-      for (int k = 0; k < kKinds; ++k) {
-        for (int j = 0; j < m_; ++j) {
-          const double lo = first_f_[static_cast<std::size_t>(s)];
-          const bool pinned = k == 0 && j == 0;  // the stage's first pass starts at once
-          lp_.add_col(lo, pinned ? lo : lo + bound_ms, 0, false);
-        }
+    // Start times: every pass of device d lies within [lo(d), lo(d) + bound], lo(d) the
+    // earliest start of its first pass.
+    for (int c = 0; c < stages_ * kKinds; ++c) {
+      const int s = c / kKinds;
+      for (int j = 0; j < m_; ++j) {
+        const double lo = device_start(device(s));
+        const bool pinned = c == class_of(first_stage(device(s)), 0) && j == 0;
+        lp_.add_col(lo, pinned ? lo : lo + bound_ms, 0, false);
       }
     }
     span_col_ = lp_.add_col(0, bound_ms, 1, false);
 
-    for (int s = 0; s < p_; ++s) {
-      const auto i = static_cast<std::size_t>(s);
+    for (int s = 0; s < stages_; ++s) {
       for (int j = 0; j < m_; ++j) {
         // Dependencies.
-        if (s > 0) precedes(col(0, s - 1, j), col(0, s, j), duration_[0][i - 1] + to_next_[i - 1]);
-        if (s + 1 < p_) {
-          precedes(col(1, s + 1, j), col(1, s, j), duration_[1][i + 1] + to_prev_[i + 1]);
+        if (s > 0) precedes(col(s - 1, 0, j), col(s, 0, j), dur(s - 1, 0) + to_next_[s - 1]);
+        if (s + 1 < stages_) {
+          precedes(col(s + 1, 1, j), col(s, 1, j), dur(s + 1, 1) + to_prev_[s + 1]);
         } else {
-          precedes(col(0, s, j), col(1, s, j), duration_[0][i]);
+          precedes(col(s, 0, j), col(s, 1, j), dur(s, 0));
         }
-        precedes(col(1, s, j), col(2, s, j), duration_[1][i]);
-        // Each kind in microbatch order.
+        precedes(col(s, 1, j), col(s, 2, j), dur(s, 1));
+        // Each class in microbatch order.
         if (j > 0) {
           for (int k = 0; k < kKinds; ++k)
-            precedes(col(k, s, j - 1), col(k, s, j), duration_[k][i]);
+            precedes(col(s, k, j - 1), col(s, k, j), dur(s, k));
         }
       }
-      // The objective: span of stage s = last W end - first F start; and no less than the
-      // stage's work (a valid cut that the big-M relaxation does not see).
-      const int cols[2] = {span_col_, col(2, s, m_ - 1)};
+      // The objective: the span of s's device >= the end of s's last W - the device's start.
+      const int cols[2] = {span_col_, col(s, 2, m_ - 1)};
       const double coefs[2] = {1, -1};
-      lp_.add_row(2, cols, coefs, 'G', duration_[2][i] - first_f_[i]);
-      const double work = m_ * (duration_[0][i] + duration_[1][i] + duration_[2][i]);
-      lp_.add_row(1, &span_col_, coefs, 'G', work);
-      add_pairs(s, big_m);
+      lp_.add_row(2, cols, coefs, 'G', dur(s, 2) - device_start(device(s)));
     }
-    for (int s = 0; s < p_; ++s)
-      add_memory_rows(s);
+    for (int d = 0; d < devices_; ++d) {
+      // No less than the device's work (a valid cut that the big-M relaxation does not see).
+      double work = 0;
+      for (int s = 0; s < stages_; ++s) {
+        if (device(s) == d) work += m_ * (dur(s, 0) + dur(s, 1) + dur(s, 2));
+      }
+      const double one = 1;
+      lp_.add_row(1, &span_col_, &one, 'G', work);
+      add_pairs(d, big_m);
+    }
+    for (int d = 0; d < devices_; ++d)
+      add_memory_rows(d);
     lp_.load(model_.get());
   }
 
   // Warm start from a schedule: its order sets the binaries; CBC finds the start times.
   void warm_start(const Schedule& schedule) {
-    std::vector<std::vector<std::size_t> > position(static_cast<std::size_t>(p_));
-    for (int d = 0; d < p_; ++d) {
-      auto& pos = position[static_cast<std::size_t>(d)];
-      pos.resize(static_cast<std::size_t>(kKinds * m_));
-      const auto& ops = schedule.device_ops[static_cast<std::size_t>(d)];
-      for (std::size_t n = 0; n < ops.size(); ++n)
-        pos[static_cast<std::size_t>(kind_index(ops[n].kind) * m_ + ops[n].microbatch)] = n;
+    std::vector<std::size_t> position(static_cast<std::size_t>(stages_ * kKinds * m_));
+    for (const auto& ops : schedule.device_ops) {
+      for (std::size_t n = 0; n < ops.size(); ++n) {
+        position[static_cast<std::size_t>(
+            col(ops[n].stage, kind_index(ops[n].kind), ops[n].microbatch))] = n;
+      }
     }
     std::vector<int> index;
     std::vector<double> values;
     for (const Pair& pair : pairs_) {
-      const auto& pos = position[static_cast<std::size_t>(pair.stage)];
       index.push_back(pair.col);
-      values.push_back(pos[static_cast<std::size_t>(pair.first)] <
-                       pos[static_cast<std::size_t>(pair.second)]);
+      values.push_back(position[static_cast<std::size_t>(pair.first)] <
+                       position[static_cast<std::size_t>(pair.second)]);
     }
     Cbc_setMIPStartI(model_.get(), static_cast<int>(index.size()), index.data(), values.data());
   }
@@ -201,37 +249,51 @@ class Program {
   double objective_ms() { return Cbc_getObjValue(model_.get()); }
 
   // The order of the best solution: each device's passes sorted by start time (ties: the
-  // binaries' order, through kind and microbatch, which the solution respects).
+  // binaries' order, through class and microbatch, which the solution respects).
   std::optional<Schedule> best_order() {
     const double* x = Cbc_bestSolution(model_.get());
     if (x == nullptr) return std::nullopt;
-    Schedule s;
-    s.num_microbatches = m_;
-    s.device_ops.resize(static_cast<std::size_t>(p_));
-    for (int d = 0; d < p_; ++d) {
-      s.stage_device.push_back(d);
-      auto& ops = s.device_ops[static_cast<std::size_t>(d)];
+    Schedule out;
+    out.num_microbatches = m_;
+    out.stage_device = stage_device_;
+    out.device_ops.resize(static_cast<std::size_t>(devices_));
+    for (int s = 0; s < stages_; ++s) {
+      auto& ops = out.device_ops[static_cast<std::size_t>(device(s))];
       for (int k = 0; k < kKinds; ++k) {
         for (int j = 0; j < m_; ++j)
-          ops.push_back(Op{kKindOf[k], d, 0, j});
+          ops.push_back(Op{kKindOf[k], s, chunk_[static_cast<std::size_t>(s)], j});
       }
+    }
+    for (auto& ops : out.device_ops) {
       std::stable_sort(ops.begin(), ops.end(), [&](const Op& a, const Op& b) {
-        return x[col(kind_index(a.kind), d, a.microbatch)] <
-               x[col(kind_index(b.kind), d, b.microbatch)] - 1e-7;
+        return x[col(a.stage, kind_index(a.kind), a.microbatch)] <
+               x[col(b.stage, kind_index(b.kind), b.microbatch)] - 1e-7;
       });
     }
-    return s;
+    return out;
   }
 
  private:
-  // Two passes of one stage whose order the dependencies leave open: binary `col` is 1 when
-  // `first` (the earlier kind, later microbatch) runs before `second`.
+  // Two passes of one device whose order the dependencies leave open: binary `col` is 1 when
+  // `first` runs before `second` (both are columns: class * m + microbatch).
   struct Pair {
-    int stage, first, second;  // first/second: kind * m + microbatch
+    int first, second;
     int col;
   };
 
-  int col(int kind, int stage, int mb) const { return (stage * kKinds + kind) * m_ + mb; }
+  int device(int stage) const { return stage_device_[static_cast<std::size_t>(stage)]; }
+  int first_stage(int d) const { return first_stage_[static_cast<std::size_t>(d)]; }
+  double device_start(int d) const { return earliest_f_[static_cast<std::size_t>(first_stage(d))]; }
+  double dur(int stage, int kind) const {
+    return duration_[static_cast<std::size_t>(class_of(stage, kind))];
+  }
+  int col(int stage, int kind, int mb) const { return class_of(stage, kind) * m_ + mb; }
+  bool is_before(int a, int b) const {
+    return before_[static_cast<std::size_t>(a)][static_cast<std::size_t>(b)];
+  }
+  void set_before(int a, int b) {
+    before_[static_cast<std::size_t>(a)][static_cast<std::size_t>(b)] = true;
+  }
 
   // start(after) >= start(before) + gap
   void precedes(int before, int after, double gap) {
@@ -240,56 +302,75 @@ class Program {
     lp_.add_row(2, cols, coefs, 'G', gap);
   }
 
-  // Kinds a < b in F < B < W: pass a of microbatch j and pass b of microbatch j' < j are
-  // unordered (for j <= j' the dependencies put a first).
-  void add_pairs(int s, double big_m) {
-    const auto i = static_cast<std::size_t>(s);
-    for (int a = 0; a < kKinds; ++a) {
-      for (int b = a + 1; b < kKinds; ++b) {
-        for (int j = 1; j < m_; ++j) {
-          for (int jb = 0; jb < j; ++jb) {
+  // The classes of device d.
+  std::vector<int> classes_of(int d) const {
+    std::vector<int> out;
+    for (int s = 0; s < stages_; ++s) {
+      if (device(s) != d) continue;
+      for (int k = 0; k < kKinds; ++k)
+        out.push_back(class_of(s, k));
+    }
+    return out;
+  }
+
+  // Classes a != b of device d: where a precedes b for the same microbatch, pass a of
+  // microbatch j and pass b of microbatch j' < j are unordered (for j <= j' the dependencies
+  // and each class's microbatch order put a first); where neither precedes the other, every
+  // pair of microbatches is.
+  void add_pairs(int d, double big_m) {
+    const std::vector<int> classes = classes_of(d);
+    for (const int a : classes) {
+      for (const int b : classes) {
+        if (a == b || is_before(b, a)) continue;
+        const bool ordered = is_before(a, b);
+        if (!ordered && b < a) continue;  // unrelated classes: once, from the lower
+        for (int j = 0; j < m_; ++j) {
+          for (int jb = 0; jb < m_; ++jb) {
+            if (ordered && jb >= j) continue;
             const int o = lp_.add_col(0, 1, 0, true);
-            pairs_.push_back(Pair{s, a * m_ + j, b * m_ + jb, o});
-            const int sa = col(a, s, j), sb = col(b, s, jb);
+            const int ca = a * m_ + j, cb = b * m_ + jb;
+            pairs_.push_back(Pair{ca, cb, o});
+            const double ta = duration_[static_cast<std::size_t>(a)];
+            const double tb = duration_[static_cast<std::size_t>(b)];
             // o = 1: start(b) >= start(a) + T_a;  o = 0: start(a) >= start(b) + T_b.
-            const int cols[3] = {sb, sa, o};
+            const int cols[3] = {cb, ca, o};
             const double first[3] = {1, -1, -big_m};
-            lp_.add_row(3, cols, first, 'G', duration_[a][i] - big_m);
+            lp_.add_row(3, cols, first, 'G', ta - big_m);
             const double second[3] = {-1, 1, big_m};
-            lp_.add_row(3, cols, second, 'G', duration_[b][i]);
+            lp_.add_row(3, cols, second, 'G', tb);
           }
         }
       }
     }
   }
 
-  // After each pass that allocates, the deltas of everything before it fit the limit.
-  void add_memory_rows(int s) {
-    const auto i = static_cast<std::size_t>(s);
-    double delta[kKinds];
-    for (int k = 0; k < kKinds; ++k)
-      delta[k] = costs_.activation_delta(Op{kKindOf[k], s, 0, 0}, s);
-    // For each pass x: which passes are surely before it, and the pairs that decide the rest.
-    std::vector<std::vector<std::pair<int, double> > > open(static_cast<std::size_t>(kKinds * m_));
-    std::vector<double> fixed(static_cast<std::size_t>(kKinds * m_), 0);
+  // After each pass of device d that allocates, the deltas of everything before it fit the
+  // limit.
+  void add_memory_rows(int d) {
+    const std::vector<int> classes = classes_of(d);
+    const auto delta = [&](int c) { return delta_[static_cast<std::size_t>(c)]; };
+    // For each pass x: the pairs that decide what runs before it.
+    std::map<int, std::vector<std::pair<int, double> > > open;
+    std::map<int, double> fixed;
     for (const Pair& pair : pairs_) {
-      if (pair.stage != s) continue;
-      const double d_first = delta[pair.first / m_], d_second = delta[pair.second / m_];
-      // Before `second` when o = 1: + d_first * o.
-      open[static_cast<std::size_t>(pair.second)].push_back({pair.col, d_first});
-      // Before `first` when o = 0: + d_second * (1 - o).
-      fixed[static_cast<std::size_t>(pair.first)] += d_second;
-      open[static_cast<std::size_t>(pair.first)].push_back({pair.col, -d_second});
+      const int a = pair.first / m_, b = pair.second / m_;
+      if (device(a / kKinds) != d) continue;
+      // Before `second` when o = 1: + delta(a) * o.
+      open[pair.second].push_back({pair.col, delta(a)});
+      // Before `first` when o = 0: + delta(b) * (1 - o).
+      fixed[pair.first] += delta(b);
+      open[pair.first].push_back({pair.col, -delta(b)});
     }
-    for (int k = 0; k < kKinds; ++k) {
-      if (delta[k] <= 0) continue;
+    for (const int k : classes) {
+      if (delta(k) <= 0) continue;
       for (int j = 0; j < m_; ++j) {
-        // Surely before pass (k, j), by order and dependencies: the same kind's earlier
-        // microbatches and the earlier kinds' microbatches up to j. The pairs decide the rest.
-        double sure = delta[k] * j;
-        for (int kb = 0; kb < k; ++kb)
-          sure += delta[kb] * (j + 1);
-        const auto x = static_cast<std::size_t>(k * m_ + j);
+        // Surely before pass (k, j): the class's earlier microbatches, and the classes that
+        // precede k for microbatches up to j. The pairs decide the rest.
+        double sure = delta(k) * j;
+        for (const int a : classes) {
+          if (is_before(a, k)) sure += delta(a) * (j + 1);
+        }
+        const int x = k * m_ + j;
         std::vector<int> cols;
         std::vector<double> coefs;
         for (const auto& [c, coef] : open[x]) {
@@ -297,18 +378,23 @@ class Program {
           coefs.push_back(coef);
         }
         lp_.add_row(static_cast<int>(cols.size()), cols.data(), coefs.data(), 'L',
-                    limit_[i] + 1e-9 - sure - fixed[x] - delta[k]);
+                    limit_[static_cast<std::size_t>(d)] + 1e-9 - sure - fixed[x] - delta(k));
       }
     }
   }
 
-  int p_, m_;
+  int stages_, devices_, m_;
+  std::vector<int> stage_device_;
   const CostModel& costs_;
   const std::vector<double>& limit_;
   std::unique_ptr<Cbc_Model, void (*)(Cbc_Model*)> model_;
   LinearProgram lp_;
-  std::vector<double> duration_[kKinds];  // per stage, ms
-  std::vector<double> to_next_, to_prev_, first_f_;
+  std::vector<int> chunk_;                              // per stage: its chunk on its device
+  std::vector<double> duration_;                        // per class, ms
+  std::vector<double> delta_;                           // per class: activation memory
+  std::vector<double> to_next_, to_prev_, earliest_f_;  // per stage, ms
+  std::vector<int> first_stage_;                        // per device: its lowest stage
+  std::vector<std::vector<bool> > before_;
   int span_col_ = 0;
   std::vector<Pair> pairs_;
 };
@@ -328,7 +414,7 @@ ExactResult solve_zero_bubble_ilp(const Schedule& warm_start, const CostModel& c
   result.span_ns = result.warm_start_span_ns =
       simulate(warm_start, costs).metrics.max_device_span_ns;
 
-  Program program(p, m, costs, limit);
+  Program program(warm_start, costs, limit);
   program.build(ms(result.span_ns) + 1e-6);
   program.warm_start(warm_start);
   const auto t0 = std::chrono::steady_clock::now();

@@ -732,6 +732,10 @@ class VShape final : public ScheduleGenerator {
   int default_chunks() const override { return 2; }
   bool takes_mem_limit() const override { return true; }
 
+  std::vector<double> exact_limits(const ScheduleParams& params) const override {
+    return limits(params, *params.costs);
+  }
+
   Schedule generate(const ScheduleParams& params) const override {
     require_pipeline(params);
     require_chunks(params, name(), 2);
@@ -741,18 +745,7 @@ class VShape final : public ScheduleGenerator {
         PerDeviceCostModel::uniform(DeviceCosts{2000, 2000, 2000, 0, 1.0, 0.5}, p, 2);
     const CostModel& costs = params.costs != nullptr ? *params.costs : unit;
 
-    std::vector<double> limit;
-    for (int d = 0; d < p; ++d) {
-      // A whole stage's M_B is both chunks' F.
-      const double m_b = 2 * costs.activation_delta(Op{OpKind::F, d, 0, 0}, d);
-      const double l = params.mem_limit > 0 ? params.mem_limit : kind_.default_limit(p) * m_b;
-      if (l + 1e-9 < m_b) {
-        throw InvalidArgument(
-            "schedule '" + std::string(name()) + "': --mem-limit " + format_number(l) +
-            " is below what one microbatch needs on a device, M_B = " + format_number(m_b));
-      }
-      limit.push_back(l);
-    }
+    const std::vector<double> limit = limits(params, costs);
 
     const std::vector<StageCosts> stage_cost = stage_costs(v_placement(p), costs);
     VSearch search(p, m, stage_cost, limit);
@@ -795,6 +788,23 @@ class VShape final : public ScheduleGenerator {
   }
 
  private:
+  // Per device: --mem-limit, else the kind's multiple of a whole stage's M_B (both chunks' F).
+  std::vector<double> limits(const ScheduleParams& params, const CostModel& costs) const {
+    std::vector<double> limit;
+    for (int d = 0; d < params.pp; ++d) {
+      const double m_b = 2 * costs.activation_delta(Op{OpKind::F, d, 0, 0}, d);
+      const double l =
+          params.mem_limit > 0 ? params.mem_limit : kind_.default_limit(params.pp) * m_b;
+      if (l + 1e-9 < m_b) {
+        throw InvalidArgument(
+            "schedule '" + std::string(name()) + "': --mem-limit " + format_number(l) +
+            " is below what one microbatch needs on a device, M_B = " + format_number(m_b));
+      }
+      limit.push_back(l);
+    }
+    return limit;
+  }
+
   const VShapeKind& kind_;
 };
 

@@ -360,6 +360,9 @@ class ZbAuto final : public ScheduleGenerator {
   std::string_view description() const override { return kind_.description; }
   std::string_view parameters() const override { return "p >= 1, m >= 1"; }
   bool takes_mem_limit() const override { return kind_.whole_stages == 0; }
+  std::vector<double> exact_limits(const ScheduleParams& params) const override {
+    return limits_for(kind_, params, *params.costs);
+  }
 
   Schedule generate(const ScheduleParams& params) const override {
     require_pipeline(params);
@@ -384,14 +387,6 @@ class ZbAuto final : public ScheduleGenerator {
 };
 
 }  // namespace
-
-std::vector<double> zb_auto_limits(std::string_view name, const ScheduleParams& params,
-                                   const CostModel& costs) {
-  for (const AutoKind* kind : kKinds) {
-    if (name == kind->name) return limits_for(*kind, params, costs);
-  }
-  return {};
-}
 
 void add_zb_auto_schedules(ScheduleRegistry& registry) {
   for (const AutoKind* kind : kKinds)

@@ -40,12 +40,6 @@ class CostModel;
 // what one microbatch needs on its device.
 Schedule auto_zero_bubble(int p, int m, const CostModel& costs, const std::vector<double>& limit);
 
-// The per-device limits that the schedule named `name` (zb-1p, zb-2p or zb-auto) builds under
-// for `params` and `costs`; empty for any other name. For the exact mode, which improves the
-// schedule under the same limits.
-std::vector<double> zb_auto_limits(std::string_view name, const ScheduleParams& params,
-                                   const CostModel& costs);
-
 // Registers zb-1p, zb-2p and zb-auto.
 void add_zb_auto_schedules(ScheduleRegistry& registry);
 

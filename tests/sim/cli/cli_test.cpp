@@ -392,7 +392,7 @@ TEST(Cli, BadInputGetsOneLineAndStatusTwo) {
         "0"},
        "option --efficiency: expected a fraction in (0, 1], got 0"},
       {{"simulate", "-s", "gpipe", "--exact"},
-       "option --exact: applies to zb-1p, zb-2p and zb-auto, not 'gpipe'"},
+       "option --exact: applies to zb-1p, zb-2p, zb-auto, zb-v, v-half and v-min, not 'gpipe'"},
       {{"simulate", "-s", "zb-2p", "--exact", "--time-limit", "0"}, "option --time-limit"},
       {{"simulate", "-s", "zb-1p", "--mem-limit-sweep", "1:2:0.5"},
        "schedule 'zb-1p' does not take a memory limit"},

@@ -3,6 +3,11 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+
+#include "sim/engine.h"
+#include "sim/op_graph.h"
+#include "sim/schedules/v_shape.h"
 #include "sim/schedules/zb_auto.h"
 #include "tests/sim/test_util.h"
 
@@ -102,6 +107,102 @@ TEST(ZbIlp, RefusesLargeInstancesAndSaysWhy) {
                       "and rebuild)";
     EXPECT_EQ(e.what(), expected);
   }
+}
+
+}  // namespace
+}  // namespace bubblesim::sim::exact
+
+// The V placement (2 stages per device): the program's proven optimum against every order
+// each device could run, each timed by the engine (an independent exhaustive search).
+namespace bubblesim::sim::exact {
+namespace {
+
+// Every order of a device's ops that keeps each stage's kinds in microbatch order and a
+// microbatch's F before its B before its W on a stage, within the memory limit; orders that
+// deadlock across devices are left to the engine to reject.
+void orders(const std::vector<Op>& ops, const CostModel& costs, int device, double limit,
+            std::vector<Op>& prefix, std::vector<bool>& used, double held,
+            std::vector<std::vector<Op>>& out) {
+  if (prefix.size() == ops.size()) {
+    out.push_back(prefix);
+    return;
+  }
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    if (used[i]) continue;
+    const Op& op = ops[i];
+    bool ready = true;
+    for (std::size_t k = 0; k < ops.size() && ready; ++k) {
+      if (used[k] || k == i) continue;
+      const Op& other = ops[k];
+      // Not yet run: `other` must not be required before `op`.
+      const bool same_stage_kind_earlier = other.stage == op.stage && other.kind == op.kind &&
+                                           other.microbatch < op.microbatch;
+      const bool same_mb_earlier_kind = other.stage == op.stage &&
+                                        other.microbatch == op.microbatch &&
+                                        static_cast<int>(other.kind) < static_cast<int>(op.kind);
+      // The V's own chain on one device, for one microbatch: F up the stages, every F before
+      // any B, B down the stages. (Orders against it deadlock; leaving them out saves time.)
+      const bool same_mb = other.microbatch == op.microbatch;
+      const bool chain = same_mb && ((other.kind == OpKind::F && op.kind == OpKind::F &&
+                                      other.stage < op.stage) ||
+                                     (other.kind == OpKind::F && op.kind != OpKind::F) ||
+                                     (other.kind == OpKind::B && op.kind == OpKind::B &&
+                                      other.stage > op.stage));
+      ready = !same_stage_kind_earlier && !same_mb_earlier_kind && !chain;
+    }
+    const double after = held + costs.activation_delta(op, device);
+    if (!ready || after > limit + 1e-9) continue;
+    used[i] = true;
+    prefix.push_back(op);
+    orders(ops, costs, device, limit, prefix, used, after, out);
+    prefix.pop_back();
+    used[i] = false;
+  }
+}
+
+TimeNs exhaustive_optimum(const Schedule& shape, const CostModel& costs, double limit) {
+  std::vector<std::vector<std::vector<Op>>> per_device;
+  for (int d = 0; d < shape.num_devices(); ++d) {
+    std::vector<Op> ops = shape.device_ops[static_cast<std::size_t>(d)];
+    std::vector<Op> prefix;
+    std::vector<bool> used(ops.size(), false);
+    per_device.emplace_back();
+    orders(ops, costs, d, limit, prefix, used, 0, per_device.back());
+  }
+  TimeNs best = std::numeric_limits<TimeNs>::max();
+  Schedule trial = shape;
+  for (const auto& first : per_device[0]) {
+    for (const auto& second : per_device[1]) {
+      trial.device_ops = {first, second};
+      try {
+        best = std::min(best, Engine(trial, costs).run_validated().max_span_ns());
+      } catch (const DeadlockError&) {
+      }
+    }
+  }
+  return best;
+}
+
+TEST(ZbIlp, VPlacementOptimumEqualsAnExhaustiveSearch) {
+  if (!available()) GTEST_SKIP() << "built without CBC";
+  // p = 2, m = 2, uneven chunk times, a transfer, and a limit of 2.5 chunk activations (of the
+  // 4 that both microbatches' two chunks would hold; a W frees half of one).
+  const int p = 2, m = 2;
+  const PerDeviceCostModel costs(
+      {{ms_to_ns(2.0), ms_to_ns(2.6), ms_to_ns(1.2), ms_to_ns(0.3), 2.0, 1.0},
+       {ms_to_ns(2.8), ms_to_ns(2.2), ms_to_ns(1.6), ms_to_ns(0.3), 2.0, 1.0}},
+      2);
+  ScheduleRegistry registry;
+  add_v_shape_schedules(registry);
+  ScheduleParams params{p, m, 2, &costs, 2.5};
+  params.improve = false;
+  const Schedule heuristic = registry.get("v-half").generate(params);
+  const std::vector<double> limit(2, 2.5);
+  const ExactResult r = solve_zero_bubble_ilp(heuristic, costs, limit, {30});
+  ASSERT_TRUE(r.proven_optimal);
+  EXPECT_EQ(r.span_ns, simulate(r.schedule, costs).metrics.max_device_span_ns);
+  for (const double peak : activation_peaks(r.schedule, costs)) EXPECT_LE(peak, 2.5 + 1e-9);
+  EXPECT_EQ(r.span_ns, exhaustive_optimum(heuristic, costs, 2.5));
 }
 
 }  // namespace
