@@ -127,6 +127,17 @@ void apply_profile(const po::variables_map& vm, RunInputs& in, const traces::Pro
       "profile {}: F, B, W per stage = median kernel time of its samples (at least {} per "
       "stage and pass){}; comm = {}",
       in.profile, fewest, given ? ", except the --f/--b/--w given" : "", comm_source);
+  // The launch and host overhead between passes, unless --op-overhead or --calibration gave one.
+  if (vm.count("op-overhead") == 0 && in.calibration.empty()) {
+    const sim::TimeNs gap = traces::median_gap_ns(profile);
+    if (gap > 0) {
+      in.overheads = {gap, gap, gap};
+      in.profile_description += fmt::format(
+          "; op overhead = {:.3f} ms, the median GPU idle gap between consecutive passes of a "
+          "stage when no NCCL kernel ran (give --op-overhead to override)",
+          sim::ns_to_ms(gap));
+    }
+  }
   if (!split_stages.empty()) {
     in.profile_description +=
         fmt::format("\nnote: stages {} ran a fused backward (BW) only; each BW sample was split {}",

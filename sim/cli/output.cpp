@@ -557,6 +557,20 @@ void write_profile_table(std::ostream& out, const traces::Profile& profile) {
                "(no labelled ranges: PyTorch pipelining's PP:<stage><F|I|W|B><mb>, or see "
                "--label-regex)\n");
   }
+  const std::vector<traces::StageOverheads> overheads = traces::stage_overheads(profile);
+  if (!overheads.empty()) {
+    fmt::print(out,
+               "\nGPU idle per stage: between consecutive passes when no NCCL kernel ran (launch "
+               "and host overhead, simulate --profile's --op-overhead), and inside passes (span - "
+               "kernel)\n{:>5}  {:>7} {:>14} {:>11} {:>11}  {:>7} {:>14}\n",
+               "stage", "gaps", "median gap ms", "p10 ms", "p90 ms", "passes", "median in ms");
+    for (const traces::StageOverheads& o : overheads) {
+      fmt::print(out, "{:>5}  {:>7} {:>14.3f} {:>11.3f} {:>11.3f}  {:>7} {:>14.3f}\n",
+                 o.stage == traces::kNoNumber ? std::string("-") : std::to_string(o.stage),
+                 o.gap.count, o.gap.median_ms, o.gap.p10_ms, o.gap.p90_ms, o.inside.count,
+                 o.inside.median_ms);
+    }
+  }
   fmt::print(out, "\n{:<15} {:>7} {:>12} {:>11} {:>16}\n", "NCCL collective", "count", "total ms",
              "median ms", "input bytes");
   if (profile.comms.empty()) fmt::print(out, "(no NCCL kernels)\n");
