@@ -18,6 +18,7 @@
 #include <optional>
 #include <unordered_map>
 
+#include "analysis/calibration.h"
 #include "analysis/results_file.h"
 #include "analysis/study.h"
 #include "sim/cli/commands.h"
@@ -210,6 +211,9 @@ int cmd_sweep(const std::vector<std::string>& args, const std::string& command_l
     ("keep-best", po::value<int>()->default_value(0),
      "once every configuration is done, also keep the full runs (ops, transfers, memory) of "
      "the N fastest as /runs/sweep-best-1..N (replacing runs of those names)")
+    ("calibration", po::value<std::string>(),
+     "CAL.yaml from 'bubblesim calibrate', applied to every configuration that does not name "
+     "its own (a setting 'calibration')")
     ("progress", po::value<std::string>()->default_value("auto"),
      "on standard error: bar (redrawn), lines (one every 5 s), none; auto: bar on a terminal, "
      "else lines");
@@ -244,7 +248,16 @@ int cmd_sweep(const std::vector<std::string>& args, const std::string& command_l
   const Progress::Mode mode = progress_mode(vm["progress"].as<std::string>(), err);
 
   // Everything is checked before anything is simulated or written.
-  const analysis::Study study = analysis::load_study(vm["study"].as<std::string>());
+  analysis::Study study = analysis::load_study(vm["study"].as<std::string>());
+  if (vm.count("calibration") != 0) {
+    const std::string cal = vm["calibration"].as<std::string>();
+    (void)analysis::load_calibration(cal);  // checked before anything runs
+    const std::string absolute = std::filesystem::absolute(cal).lexically_normal().string();
+    for (analysis::StudyConfiguration& c : study.configurations) {
+      // "calibration" is the last of the canonical keys: appending keeps their order.
+      if (c.find("calibration") == nullptr) c.settings.push_back({"calibration", absolute, 0});
+    }
+  }
   const sim::ScheduleRegistry registry = make_schedule_registry();
   for (const analysis::StudyConfiguration& c : study.configurations) {
     const analysis::StudySetting& s = *c.find("schedule");

@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "analysis/calibration.h"
+#include "analysis/results_file.h"
 #include "tests/sim/cli/cli_test_util.h"
 #include "tests/temp_path.h"
 
@@ -187,6 +188,46 @@ TEST_F(Calibrate, FitsThePapersMeasuredOnePointFiveBRuns) {
   std::vector<std::string> explicit_zero = with;
   explicit_zero.insert(explicit_zero.end(), {"--op-overhead", "0"});
   EXPECT_DOUBLE_EQ(simulated_ms(explicit_zero), simulated_ms(cell));
+}
+
+// sweep and advise apply a calibration too: a sweep row is what simulate --calibration gives,
+// and advise says which calibration it applied and predicts lower throughput with it.
+TEST_F(Calibrate, SweepAndAdviseApplyACalibration) {
+  const std::string cal = write("cal.yaml",
+                                "format: bubblesim-calibration\n"
+                                "op_overhead_ms: {F: 0.25, B: 0.5, W: 0.125}\np2p: blocking\n");
+  const std::string study = write("study.yaml",
+                                  "fixed: {p: 4, m: 8, f: 2, b: 1.5, w: 1, comm: 0.3}\n"
+                                  "axes: {schedule: [1f1b, zb-h1]}\n");
+  const std::string h5 = path("sweep.h5");
+  const Outcome swept =
+      run_cli({"sweep", study, "--out", h5, "--calibration", cal, "--progress", "none"});
+  ASSERT_EQ(swept.status, 0) << swept.err;
+  const std::vector<analysis::SweepRow> rows = analysis::ResultsReader(h5).read_sweep_table();
+  ASSERT_EQ(rows.size(), 2u);
+  for (const analysis::SweepRow& row : rows) {
+    const double expected = simulated_ms(
+        {"-s", row.schedule, "-p", "4", "-m", "8", "--f", "2", "--b", "1.5", "--w", "1", "--comm",
+         "0.3", "--op-overhead", "F=0.25,B=0.5,W=0.125", "--p2p", "blocking"});
+    EXPECT_DOUBLE_EQ(row.iteration_time_ms, expected) << row.schedule;
+    EXPECT_GT(row.iteration_time_ms,
+              simulated_ms({"-s", row.schedule, "-p", "4", "-m", "8", "--f", "2", "--b", "1.5",
+                            "--w", "1", "--comm", "0.3"}));
+  }
+  const std::string model = std::string(BUBBLESIM_SOURCE_DIR) + "/models/examples/gpt-1.5b.yaml";
+  const std::vector<std::string> advise = {
+      "advise", "--model",     model,        "--gpus",
+      "4",      "--schedules", "1f1b,zb-h1", "--microbatch-sizes",
+      "2",      "--chunks",    "1",          "--progress",
+      "none",   "--top",       "1"};
+  std::vector<std::string> calibrated = advise;
+  calibrated.insert(calibrated.end(), {"--calibration", cal});
+  const Outcome plain = run_cli(advise), with = run_cli(calibrated);
+  ASSERT_EQ(with.status, 0) << with.err;
+  EXPECT_NE(with.out.find("calibration " + cal + ": op overhead F=0.25,B=0.5,W=0.125 ms"),
+            std::string::npos)
+      << with.out;
+  EXPECT_NE(plain.out, with.out);
 }
 
 // Overheads 0 and async transfers change nothing: the output is byte for byte the default's.
