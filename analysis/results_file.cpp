@@ -212,7 +212,8 @@ Handle sweep_type() {
                         {"error", HOFFSET(SweepRowH5, error), s}});
 }
 
-void write_sweep(const Where& at, hid_t file, const std::vector<SweepRow>& rows) {
+void write_sweep(const Where& at, hid_t file, const std::vector<SweepRow>& rows,
+                 const SweepInfo& info) {
   std::vector<SweepRowH5> h5;
   h5.reserve(rows.size());
   for (const SweepRow& r : rows) {
@@ -245,6 +246,12 @@ void write_sweep(const Where& at, hid_t file, const std::vector<SweepRow>& rows)
   const Handle group(at.check(H5Gcreate2(file, "sweep", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
                               "cannot create group /sweep"),
                      H5Gclose);
+  if (!info.study_fingerprint.empty()) {
+    write_string(at, group, "study_fingerprint", info.study_fingerprint);
+    write_int(at, group, "study_configurations", info.study_configurations);
+    write_int(at, group, "shard", info.shard);
+    write_int(at, group, "shards", info.shards);
+  }
   write_table(at, group, "table", sweep_type(), h5);
 }
 
@@ -307,7 +314,8 @@ Handle open_results(const Where& at, int& format_version) {
 // the runs in `replaced` (and its sweep table when `sweep` is given), `runs` and `sweep`.
 void write_file(const Where& at, const std::string& temporary, hid_t source,
                 const std::set<std::string>& replaced, const std::vector<RunRecord>& runs,
-                const WriterInfo& writer, const std::vector<SweepRow>* sweep = nullptr) {
+                const WriterInfo& writer, const std::vector<SweepRow>* sweep = nullptr,
+                const SweepInfo& info = {}) {
   Handle file(at.check(H5Fcreate(temporary.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT),
                        "cannot create " + temporary),
               H5Fclose);
@@ -336,7 +344,7 @@ void write_file(const Where& at, const std::string& temporary, hid_t source,
   for (const RunRecord& run : runs)
     write_run(at, group, run);
   at.check(group.close(), "cannot close group /runs");
-  if (sweep != nullptr) write_sweep(at, file, *sweep);
+  if (sweep != nullptr) write_sweep(at, file, *sweep, info);
   at.check(file.close(), "cannot finish writing " + temporary);
 }
 
@@ -400,7 +408,7 @@ void write_runs(const std::string& path, const std::vector<RunRecord>& runs,
 }
 
 void write_sweep_table(const std::string& path, const std::vector<SweepRow>& rows,
-                       const WriterInfo& writer) {
+                       const WriterInfo& writer, const SweepInfo& info) {
   const QuietHdf5 quiet;
   const Where at = results_at(path);
   Handle source;
@@ -410,7 +418,7 @@ void write_sweep_table(const std::string& path, const std::vector<SweepRow>& row
     source = open_results(at, version);
   }
   replace_file(at, source, [&](const std::string& temporary) {
-    write_file(at, temporary, source, {}, {}, writer, &rows);
+    write_file(at, temporary, source, {}, {}, writer, &rows, info);
   });
 }
 
@@ -449,6 +457,25 @@ std::vector<SweepRow> ResultsReader::read_sweep_table() const {
   const Where at = results_at(path_);
   if (!has_sweep_table()) at.fail("has no sweep table (/sweep/table)");
   return read_sweep(at, file_);
+}
+
+std::optional<SweepInfo> ResultsReader::sweep_info() const {
+  const QuietHdf5 quiet;
+  const Where at = results_at(path_);
+  if (!has_sweep_table()) at.fail("has no sweep table (/sweep/table)");
+  const Handle group(at.check(H5Gopen2(file_, "sweep", H5P_DEFAULT), "cannot open /sweep"),
+                     H5Gclose);
+  if (H5Aexists(group, "study_fingerprint") <= 0) return std::nullopt;
+  const std::string what = "/sweep";
+  SweepInfo info;
+  info.study_fingerprint = read_string(at, group, what, "study_fingerprint");
+  const auto int32 = [&](const char* name) {
+    return read_number<std::int32_t>(at, group, what, name, H5T_NATIVE_INT32);
+  };
+  info.study_configurations = int32("study_configurations");
+  info.shard = int32("shard");
+  info.shards = int32("shards");
+  return info;
 }
 
 RunRecord ResultsReader::read_run(const std::string& name) const {

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -86,10 +87,21 @@ struct SweepRow {
   friend bool operator==(const SweepRow&, const SweepRow&) = default;
 };
 
+// Which study a sweep table is of (attributes of /sweep), so that `bubblesim merge` joins only
+// tables of one study, and which shard of it the writer ran.
+struct SweepInfo {
+  std::string study_fingerprint;         // analysis::study_fingerprint of the study
+  std::int32_t study_configurations = 0;  // how many the whole study has
+  std::int32_t shard = 0, shards = 0;     // --shard K/N; 0 and 0 for the whole study
+
+  friend bool operator==(const SweepInfo&, const SweepInfo&) = default;
+};
+
 // Writes `rows` as the dataset /sweep/table of the results file at `path`, replacing any sweep
-// table it holds and keeping its runs (creating the file if missing). Atomic like write_runs.
+// table it holds and keeping its runs (creating the file if missing), with `info` as the
+// attributes of /sweep (none when its fingerprint is empty). Atomic like write_runs.
 void write_sweep_table(const std::string& path, const std::vector<SweepRow>& rows,
-                       const WriterInfo& writer);
+                       const WriterInfo& writer, const SweepInfo& info = {});
 
 // Reads a results file. The constructor opens `path` read-only and checks the format and its
 // version; every failure throws ResultsFileError naming the file.
@@ -110,6 +122,9 @@ class ResultsReader {
   // Whether the file holds /sweep/table, and its rows in file order.
   bool has_sweep_table() const;
   std::vector<SweepRow> read_sweep_table() const;
+  // The attributes of /sweep; nothing when the table has none (written before bubblesim kept
+  // them).
+  std::optional<SweepInfo> sweep_info() const;
 
  private:
   std::string path_;

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdint>
+#include <cstdio>
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -189,6 +191,22 @@ const StudySetting* StudyConfiguration::find(const std::string& key) const {
     if (s.key == key) return &s;
   }
   return nullptr;
+}
+
+std::string study_fingerprint(const Study& study) {
+  std::uint64_t hash = 14695981039346656037ULL;  // FNV-1a, 64 bits
+  const auto add = [&](char c) {
+    hash ^= static_cast<unsigned char>(c);
+    hash *= 1099511628211ULL;
+  };
+  for (const StudyConfiguration& c : study.configurations) {
+    for (const char ch : c.key())
+      add(ch);
+    add('\n');
+  }
+  char text[17];
+  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(hash));
+  return text;
 }
 
 std::string StudyConfiguration::key() const {

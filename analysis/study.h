@@ -48,6 +48,10 @@ struct Study {
 // The canonical setting names, in the order configurations list them.
 const std::vector<std::string>& study_keys();
 
+// 16 hex digits of a 64-bit FNV-1a hash of every configuration's key() in order (each followed
+// by a newline): equal for the same study read anywhere with the same paths.
+std::string study_fingerprint(const Study& study);
+
 // Reads and expands the study at `path`; throws StudyError naming the file, line and key.
 // At most `max_configurations` configurations (a guard against a typo exploding the product).
 Study load_study(const std::string& path, std::size_t max_configurations = 10'000'000);

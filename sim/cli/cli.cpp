@@ -46,7 +46,8 @@ commands:
   schedules   list every schedule with its parameters
   simulate    simulate one schedule (-s NAME) and print its metrics per device
   compare     simulate several schedules (-s all or -s NAME,NAME) side by side
-  sweep       simulate every configuration of a study (YAML) into an HDF5 table
+  sweep       simulate every configuration of a study (YAML) into an HDF5 table (also mpirun)
+  merge       join the sweep tables of a study's shards (sweep --shard K/N)
   report      tables of a results file's runs and sweep; --html/--svg pictures
   advise      search schedules, p, m, v and microbatch size for a model on N GPUs
   import      read PyTorch profiler (Kineto) traces and print per-pass statistics
@@ -699,6 +700,8 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
       status = cmd_compare(rest, "bubblesim " + shell_words(args), buffer, err);
     } else if (command == "sweep") {
       status = cmd_sweep(rest, "bubblesim " + shell_words(args), buffer, err);
+    } else if (command == "merge") {
+      status = cmd_merge(rest, "bubblesim " + shell_words(args), buffer);
     } else if (command == "report") {
       status = cmd_report(rest, buffer);
     } else if (command == "advise") {
@@ -713,12 +716,12 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
       return cmd_profile(rest, out, err);  // the command's output is not buffered
     } else if (command.empty()) {
       throw Usage{
-          "missing command; valid commands are: schedules, simulate, compare, sweep, report, "
-          "advise, import, validate, calibrate, profile (see --help)"};
+          "missing command; valid commands are: schedules, simulate, compare, sweep, merge, "
+          "report, advise, import, validate, calibrate, profile (see --help)"};
     } else {
       throw Usage{"unknown command '" + command +
-                  "'; valid commands are: schedules, simulate, compare, sweep, report, advise, "
-                  "import, validate, calibrate, profile"};
+                  "'; valid commands are: schedules, simulate, compare, sweep, merge, report, "
+                  "advise, import, validate, calibrate, profile"};
     }
     out << buffer.str() << std::flush;
     return status;

@@ -46,6 +46,10 @@ int cmd_calibrate(const std::vector<std::string>& args, std::ostream& out, std::
 int cmd_sweep(const std::vector<std::string>& args, const std::string& command_line,
               std::ostream& out, std::ostream& err);
 
+// `bubblesim merge` (merge.cpp): joins the sweep tables of a study's shards.
+int cmd_merge(const std::vector<std::string>& args, const std::string& command_line,
+              std::ostream& out);
+
 // `bubblesim report` (report.cpp).
 int cmd_report(const std::vector<std::string>& args, std::ostream& out);
 

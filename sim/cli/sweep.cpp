@@ -1,6 +1,7 @@
 // `bubblesim sweep STUDY.yaml --out FILE.h5` (docs/sweeps.md): every configuration of a study,
-// simulated in parallel with oneTBB, written as /sweep/table in batches through the atomic
-// writer so that Ctrl-C or --limit leaves a valid file that a rerun resumes.
+// simulated in parallel with oneTBB (and across MPI ranks under mpirun or srun: spread.h),
+// written as /sweep/table in batches through the atomic writer so that Ctrl-C, SIGTERM or
+// --limit leaves a valid file that a rerun resumes.
 #include <fmt/format.h>
 #include <fmt/ostream.h>
 #include <tbb/blocked_range.h>
@@ -12,10 +13,10 @@
 #include <atomic>
 #include <boost/program_options.hpp>
 #include <chrono>
-#include <csignal>
 #include <filesystem>
 #include <iostream>
 #include <optional>
+#include <sstream>
 #include <unordered_map>
 
 #include "analysis/calibration.h"
@@ -23,6 +24,10 @@
 #include "analysis/study.h"
 #include "sim/cli/commands.h"
 #include "sim/cli/progress.h"
+#include "sim/cli/ranks.h"
+#include "sim/cli/spread.h"
+#include "sim/cli/stop_signals.h"
+#include "sim/cli/wire.h"
 
 namespace bubblesim::cli {
 
@@ -34,29 +39,6 @@ using Clock = std::chrono::steady_clock;
 
 // Rows are written at least this often while the sweep runs (and when it stops).
 constexpr double kWriteEverySeconds = 5;
-
-// Set by SIGINT. A signal handler can only reach static storage: this is the one mutable
-// global, and only SigintGuard's handler writes it.
-std::atomic<bool> g_interrupted{false};
-static_assert(std::atomic<bool>::is_always_lock_free);
-
-extern "C" void on_sigint(int) {
-  g_interrupted.store(true);
-  // A second Ctrl-C ends the program at once (the file then holds the last batch written).
-  std::signal(SIGINT, SIG_DFL);
-}
-
-// Installs on_sigint for its lifetime and restores the previous handler after.
-class SigintGuard {
- public:
-  SigintGuard() : previous_(std::signal(SIGINT, on_sigint)) { g_interrupted.store(false); }
-  ~SigintGuard() { std::signal(SIGINT, previous_); }
-  SigintGuard(const SigintGuard&) = delete;
-  SigintGuard& operator=(const SigintGuard&) = delete;
-
- private:
-  void (*previous_)(int);
-};
 
 // The table's inputs of a configuration as the study gives them, for a row whose run failed
 // before its inputs were read.
@@ -191,10 +173,98 @@ std::vector<analysis::RunRecord> best_runs(
   return records;
 }
 
-}  // namespace
 
-int cmd_sweep(const std::vector<std::string>& args, const std::string& command_line,
-              std::ostream& out, std::ostream& err) {
+// --shard K/N: the configurations whose index is K-1 modulo N (interleaved, so that every
+// shard gets a fair share of each axis's costly end). n = 0: the whole study.
+struct Shard {
+  int k = 0, n = 0;
+  bool has(std::size_t index) const {
+    return n == 0 || index % static_cast<std::size_t>(n) == static_cast<std::size_t>(k - 1);
+  }
+};
+
+Shard parse_shard(const std::string& text) {
+  Shard shard;
+  char slash = 0;
+  std::istringstream in(text);
+  if (!(in >> shard.k >> slash >> shard.n) || slash != '/' || !in.eof() || shard.n < 1 ||
+      shard.n > 1'000'000 || shard.k < 1 || shard.k > shard.n) {
+    throw InvalidArgument("option --shard: expected K/N with 1 <= K <= N (the K-th of N parts), "
+                          "got '" + text + "'");
+  }
+  return shard;
+}
+
+void write_row(WireWriter& w, const analysis::SweepRow& row) {
+  w.number(row.index);
+  w.text(row.key);
+  w.text(row.schedule);
+  w.number(row.pp);
+  w.number(row.microbatches);
+  w.number(row.chunks);
+  for (const double x : {row.f_ms, row.b_ms, row.w_ms, row.comm_ms, row.m_b, row.m_w,
+                         row.mem_limit}) {
+    w.number(x);
+  }
+  w.text(row.model);
+  w.text(row.gpu);
+  for (const double x : {row.iteration_time_ms, row.max_device_span_ms, row.bubble_rate,
+                         row.peak_activation_memory}) {
+    w.number(x);
+  }
+  w.text(row.cluster);
+  w.number(row.dp);
+  w.number(row.peak_memory_bytes);
+  w.number(row.samples_per_gpu_per_s);
+  w.text(row.status);
+  w.text(row.error);
+}
+
+analysis::SweepRow read_row(WireReader& r) {
+  analysis::SweepRow row;
+  row.index = r.number<std::int32_t>();
+  row.key = r.text();
+  row.schedule = r.text();
+  row.pp = r.number<std::int32_t>();
+  row.microbatches = r.number<std::int32_t>();
+  row.chunks = r.number<std::int32_t>();
+  for (double* x : {&row.f_ms, &row.b_ms, &row.w_ms, &row.comm_ms, &row.m_b, &row.m_w,
+                    &row.mem_limit}) {
+    *x = r.number<double>();
+  }
+  row.model = r.text();
+  row.gpu = r.text();
+  for (double* x : {&row.iteration_time_ms, &row.max_device_span_ms, &row.bubble_rate,
+                    &row.peak_activation_memory}) {
+    *x = r.number<double>();
+  }
+  row.cluster = r.text();
+  row.dp = r.number<std::int32_t>();
+  row.peak_memory_bytes = r.number<double>();
+  row.samples_per_gpu_per_s = r.number<double>();
+  row.status = r.text();
+  row.error = r.text();
+  return row;
+}
+
+// What every rank prepares from the command line: the options and the study.
+struct SweepSetup {
+  std::string out_path;
+  int jobs = 0;
+  std::optional<long long> limit;
+  bool restart = false;
+  int keep_best = 0;
+  Progress::Mode mode = Progress::Mode::kNone;
+  Shard shard;
+  double rank_timeout_s = 600;
+  analysis::Study study;
+  std::string fingerprint;
+};
+
+// Parses the options and reads the study (checking its schedules against `registry`); returns
+// nothing after printing --help to `out`.
+std::optional<SweepSetup> prepare_sweep(const std::vector<std::string>& args, std::ostream& out,
+                                        std::ostream& err, const sim::ScheduleRegistry& registry) {
   po::options_description desc("options");
   // clang-format off
   desc.add_options()
@@ -202,7 +272,8 @@ int cmd_sweep(const std::vector<std::string>& args, const std::string& command_l
     ("study", po::value<std::string>(), "the study file (YAML, positional; docs/sweeps.md)")
     ("out", po::value<std::string>(),
      "HDF5 results file that receives /sweep/table (created if missing; its runs are kept)")
-    ("jobs,j", po::value<int>()->default_value(0, "all cores"), "configurations simulated at once")
+    ("jobs,j", po::value<int>()->default_value(0, "all cores"),
+     "configurations simulated at once (per MPI rank)")
     ("limit", po::value<long long>(),
      "simulate at most this many configurations not yet in the table, then stop as Ctrl-C "
      "would (rerun to continue)")
@@ -211,6 +282,12 @@ int cmd_sweep(const std::vector<std::string>& args, const std::string& command_l
     ("keep-best", po::value<int>()->default_value(0),
      "once every configuration is done, also keep the full runs (ops, transfers, memory) of "
      "the N fastest as /runs/sweep-best-1..N (replacing runs of those names)")
+    ("shard", po::value<std::string>(),
+     "K/N: only the configurations whose index is K-1 modulo N (the K-th of N parts, for array "
+     "jobs); join the files with `bubblesim merge`")
+    ("rank-timeout", po::value<double>()->default_value(600),
+     "under MPI: seconds a rank may hold a batch (or take to start) without a word before the "
+     "job ends as failed")
     ("calibration", po::value<std::string>(),
      "CAL.yaml from 'bubblesim calibrate', applied to every configuration that does not name "
      "its own (a setting 'calibration')")
@@ -221,152 +298,305 @@ int cmd_sweep(const std::vector<std::string>& args, const std::string& command_l
   po::variables_map vm;
   if (!(parse_command(args, desc, vm, out,
                       "usage: bubblesim sweep STUDY.yaml --out FILE.h5 [-j N] [--limit N] "
-                      "[--restart] [--keep-best N] [--progress auto|bar|lines|none]\n\n"
+                      "[--restart] [--keep-best N] [--shard K/N] [--progress "
+                      "auto|bar|lines|none]\n"
+                      "       mpirun -n RANKS bubblesim sweep STUDY.yaml --out FILE.h5 ...\n\n"
                       "Simulates every configuration of a study in parallel and writes one row "
-                      "per configuration (inputs, metrics, status) to /sweep/table. Ctrl-C stops "
-                      "cleanly; rerunning the same command resumes.",
+                      "per configuration (inputs, metrics, status) to /sweep/table. Ctrl-C or "
+                      "SIGTERM stops cleanly; rerunning the same command resumes. Under mpirun "
+                      "or srun the ranks share the work and rank 0 writes the file.",
                       "study"))) {
-    return 0;
+    return std::nullopt;
   }
   if (vm.count("study") == 0) throw InvalidArgument("give a study file (see --help)");
+  SweepSetup setup;
   if (vm.count("out") == 0 || vm["out"].as<std::string>().empty()) {
     throw InvalidArgument("option --out: give the HDF5 file that receives the table");
   }
-  const std::string out_path = vm["out"].as<std::string>();
-  const int jobs = vm["jobs"].as<int>();
-  if (jobs < 0 || jobs > 4096) {
+  setup.out_path = vm["out"].as<std::string>();
+  setup.jobs = vm["jobs"].as<int>();
+  if (setup.jobs < 0 || setup.jobs > 4096) {
     throw InvalidArgument("option -j/--jobs: expected 0 (all cores) to 4096, got " +
-                          std::to_string(jobs));
+                          std::to_string(setup.jobs));
   }
-  std::optional<long long> limit;
   if (vm.count("limit") != 0) {
-    limit = vm["limit"].as<long long>();
-    if (*limit < 0) throw InvalidArgument("option --limit: expected a count >= 0");
+    setup.limit = vm["limit"].as<long long>();
+    if (*setup.limit < 0) throw InvalidArgument("option --limit: expected a count >= 0");
   }
-  const int keep_best = vm["keep-best"].as<int>();
-  if (keep_best < 0) throw InvalidArgument("option --keep-best: expected a count >= 0");
-  const Progress::Mode mode = progress_mode(vm["progress"].as<std::string>(), err);
+  setup.restart = vm["restart"].as<bool>();
+  setup.keep_best = vm["keep-best"].as<int>();
+  if (setup.keep_best < 0) throw InvalidArgument("option --keep-best: expected a count >= 0");
+  if (vm.count("shard") != 0) setup.shard = parse_shard(vm["shard"].as<std::string>());
+  setup.rank_timeout_s = vm["rank-timeout"].as<double>();
+  if (!(setup.rank_timeout_s > 0)) {
+    throw InvalidArgument("option --rank-timeout: expected a positive number of seconds");
+  }
+  setup.mode = progress_mode(vm["progress"].as<std::string>(), err);
 
   // Everything is checked before anything is simulated or written.
-  analysis::Study study = analysis::load_study(vm["study"].as<std::string>());
+  setup.study = analysis::load_study(vm["study"].as<std::string>());
   if (vm.count("calibration") != 0) {
     const std::string cal = vm["calibration"].as<std::string>();
     (void)analysis::load_calibration(cal);  // checked before anything runs
     const std::string absolute = std::filesystem::absolute(cal).lexically_normal().string();
-    for (analysis::StudyConfiguration& c : study.configurations) {
+    for (analysis::StudyConfiguration& c : setup.study.configurations) {
       // "calibration" is the last of the canonical keys: appending keeps their order.
       if (c.find("calibration") == nullptr) c.settings.push_back({"calibration", absolute, 0});
     }
   }
-  const sim::ScheduleRegistry registry = make_schedule_registry();
-  for (const analysis::StudyConfiguration& c : study.configurations) {
+  for (const analysis::StudyConfiguration& c : setup.study.configurations) {
     const analysis::StudySetting& s = *c.find("schedule");
     try {
       registry.get(s.value);
     } catch (const InvalidArgument& e) {
-      throw analysis::StudyError(study.path + ":" + std::to_string(s.line) +
+      throw analysis::StudyError(setup.study.path + ":" + std::to_string(s.line) +
                                  ": key 'schedule': " + e.what());
     }
   }
-  const std::size_t total = study.configurations.size();
-  std::unordered_map<std::string, std::size_t> index_of;
-  for (std::size_t i = 0; i < total; ++i)
-    index_of.emplace(study.configurations[i].key(), i);
+  setup.fingerprint = analysis::study_fingerprint(setup.study);
+  return setup;
+}
 
-  std::vector<std::optional<analysis::SweepRow>> rows(total);
-  std::size_t done_before = 0;
-  std::error_code ec;
-  if (std::filesystem::exists(out_path, ec)) {
-    const analysis::ResultsReader reader(out_path);
-    if (!vm["restart"].as<bool>() && reader.has_sweep_table()) {
-      for (analysis::SweepRow& row : reader.read_sweep_table()) {
-        const auto it = index_of.find(row.key);
-        if (it == index_of.end()) {
-          throw InvalidArgument(out_path + ": its sweep table has a row of another study ('" +
-                                row.key + "'); give --restart to replace the table");
+// Simulates the configurations `items` of the study with the cores of `arena`: their rows as
+// bytes (write_row).
+std::string simulate_batch(const std::vector<std::size_t>& items, const analysis::Study& study,
+                           const po::options_description& run_options,
+                           const sim::ScheduleRegistry& registry, tbb::task_arena& arena) {
+  std::vector<analysis::SweepRow> batch(items.size());
+  arena.execute([&] {
+    tbb::parallel_for(tbb::blocked_range<std::size_t>(0, items.size()),
+                      [&](const tbb::blocked_range<std::size_t>& range) {
+                        for (std::size_t k = range.begin(); k != range.end(); ++k) {
+                          batch[k] = simulate_configuration(study.configurations[items[k]],
+                                                            static_cast<int>(items[k]),
+                                                            run_options, registry);
+                        }
+                      });
+  });
+  WireWriter w;
+  for (const analysis::SweepRow& row : batch)
+    write_row(w, row);
+  return w.bytes();
+}
+
+// A rank other than 0: prepares as rank 0 does, reports, then simulates the batches it is
+// given. Prints nothing (rank 0 reports for the job).
+int sweep_worker(Ranks& ranks, const std::vector<std::string>& args, std::ostream& err) {
+  const StopSignals signals;
+  const sim::ScheduleRegistry registry = make_schedule_registry();
+  std::ostringstream ignored;
+  std::optional<SweepSetup> setup;
+  std::string error;
+  try {
+    setup = prepare_sweep(args, ignored, err, registry);
+  } catch (const std::exception& e) {
+    error = e.what();
+    if (error.empty()) error = "cannot prepare the sweep";
+  }
+  std::optional<tbb::task_arena> arena;
+  if (setup) arena.emplace(setup->jobs == 0 ? tbb::task_arena::automatic : setup->jobs);
+  const int status = report_ready(ranks, error, setup ? setup->fingerprint : "",
+                                  arena ? arena->max_concurrency() : 1);
+  if (status >= 0) return status;
+  po::options_description run_options;
+  add_run_options(run_options);
+  return serve(ranks, [&](const std::vector<std::size_t>& items) {
+    return simulate_batch(items, setup->study, run_options, registry, *arena);
+  });
+}
+
+}  // namespace
+
+int cmd_sweep(const std::vector<std::string>& args, const std::string& command_line,
+              std::ostream& out, std::ostream& err) {
+  const std::unique_ptr<Ranks> ranks = make_ranks();
+  if (ranks->rank() != 0) return sweep_worker(*ranks, args, err);
+  const bool distributed = ranks->size() > 1;
+  const sim::ScheduleRegistry registry = make_schedule_registry();
+  // Rank 0 prepares everything before the workers start; if anything fails they are told to
+  // end, and the one error line comes from here.
+  std::optional<SweepSetup> prepared;
+  std::vector<std::optional<analysis::SweepRow>> rows;
+  std::vector<std::size_t> pending;
+  std::size_t in_shard = 0, done_before = 0;
+  bool stopped_by_limit = false;
+  try {
+    prepared = prepare_sweep(args, out, err, registry);
+    if (!prepared) {
+      if (distributed) quit_workers(*ranks, 0);
+      return 0;
+    }
+    const SweepSetup& s = *prepared;
+    const std::size_t total = s.study.configurations.size();
+    std::unordered_map<std::string, std::size_t> index_of;
+    for (std::size_t i = 0; i < total; ++i)
+      index_of.emplace(s.study.configurations[i].key(), i);
+
+    rows.resize(total);
+    std::error_code ec;
+    if (std::filesystem::exists(s.out_path, ec)) {
+      const analysis::ResultsReader reader(s.out_path);
+      if (!s.restart && reader.has_sweep_table()) {
+        for (analysis::SweepRow& row : reader.read_sweep_table()) {
+          const auto it = index_of.find(row.key);
+          if (it == index_of.end()) {
+            throw InvalidArgument(s.out_path + ": its sweep table has a row of another study ('" +
+                                  row.key + "'); give --restart to replace the table");
+          }
+          row.index = static_cast<std::int32_t>(it->second);
+          if (!rows[it->second] && s.shard.has(it->second)) ++done_before;
+          rows[it->second] = std::move(row);
         }
-        row.index = static_cast<std::int32_t>(it->second);
-        if (!rows[it->second]) ++done_before;
-        rows[it->second] = std::move(row);
       }
     }
+    for (std::size_t i = 0; i < total; ++i) {
+      if (!s.shard.has(i)) continue;
+      ++in_shard;
+      if (!rows[i]) pending.push_back(i);
+    }
+    if (s.limit && static_cast<std::size_t>(*s.limit) < pending.size()) {
+      pending.resize(static_cast<std::size_t>(*s.limit));
+      stopped_by_limit = true;
+    }
+  } catch (...) {
+    if (distributed) quit_workers(*ranks, 2);
+    throw;
   }
-  std::vector<std::size_t> pending;
-  for (std::size_t i = 0; i < total; ++i) {
-    if (!rows[i]) pending.push_back(i);
-  }
-  bool stopped_by_limit = false;
-  if (limit && static_cast<std::size_t>(*limit) < pending.size()) {
-    pending.resize(static_cast<std::size_t>(*limit));
-    stopped_by_limit = true;
-  }
+  const SweepSetup& setup = *prepared;
+  const std::size_t total = setup.study.configurations.size();
 
   const analysis::WriterInfo writer{BUBBLESIM_VERSION, command_line};
+  const analysis::SweepInfo info{setup.fingerprint, static_cast<std::int32_t>(total),
+                                 setup.shard.k, setup.shard.n};
   const auto write = [&] {
     std::vector<analysis::SweepRow> table;
     for (const std::optional<analysis::SweepRow>& row : rows) {
       if (row) table.push_back(*row);
     }
-    analysis::write_sweep_table(out_path, table, writer);
+    analysis::write_sweep_table(setup.out_path, table, writer, info);
+  };
+  const auto count_present = [&] {
+    std::size_t present = 0;
+    for (std::size_t i = 0; i < total; ++i)
+      present += rows[i].has_value() && setup.shard.has(i);
+    return present;
   };
 
   po::options_description run_options;
   add_run_options(run_options);
-  const SigintGuard sigint;
-  tbb::task_arena arena(jobs == 0 ? tbb::task_arena::automatic : jobs);
-  Progress progress(err, mode, "bubblesim sweep", "configurations", total, done_before);
-  // Batches small enough for a responsive progress bar and Ctrl-C; each batch is spread over
-  // the cores by parallel_for.
-  const std::size_t batch = std::max<std::size_t>(16, 4 * arena.max_concurrency());
+  const StopSignals signals;
+  tbb::task_arena arena(setup.jobs == 0 ? tbb::task_arena::automatic : setup.jobs);
+  Progress progress(err, setup.mode, "bubblesim sweep", "configurations", in_shard, done_before);
   std::size_t done_now = 0;
   auto last_write = Clock::now();
-  bool interrupted = false;
-  for (std::size_t from = 0; from < pending.size(); from += batch) {
-    if (g_interrupted.load()) {
-      interrupted = true;
-      break;
-    }
-    const std::size_t to = std::min(pending.size(), from + batch);
-    arena.execute([&] {
-      tbb::parallel_for(tbb::blocked_range<std::size_t>(from, to),
-                        [&](const tbb::blocked_range<std::size_t>& range) {
-                          for (std::size_t k = range.begin(); k != range.end(); ++k) {
-                            const std::size_t i = pending[k];
-                            rows[i] =
-                                simulate_configuration(study.configurations[i], static_cast<int>(i),
-                                                       run_options, registry);
-                          }
-                        });
-    });
-    done_now = to;
-    progress.update(done_now);
+  const auto write_now_and_then = [&] {
     if (std::chrono::duration<double>(Clock::now() - last_write).count() >= kWriteEverySeconds) {
       write();
       last_write = Clock::now();
     }
+  };
+  int stop_signal = 0;
+  if (!distributed) {
+    // Batches small enough for a responsive progress bar and Ctrl-C; each batch is spread over
+    // the cores by parallel_for.
+    const std::size_t batch = std::max<std::size_t>(16, 4 * arena.max_concurrency());
+    for (std::size_t from = 0; from < pending.size(); from += batch) {
+      if ((stop_signal = StopSignals::stop_signal()) != 0) break;
+      const std::size_t to = std::min(pending.size(), from + batch);
+      arena.execute([&] {
+        tbb::parallel_for(tbb::blocked_range<std::size_t>(from, to),
+                          [&](const tbb::blocked_range<std::size_t>& range) {
+                            for (std::size_t k = range.begin(); k != range.end(); ++k) {
+                              const std::size_t i = pending[k];
+                              rows[i] = simulate_configuration(setup.study.configurations[i],
+                                                               static_cast<int>(i), run_options,
+                                                               registry);
+                            }
+                          });
+      });
+      done_now = to;
+      progress.update(done_now);
+      write_now_and_then();
+    }
+    // A signal that came after the last configuration stopped nothing: the sweep is complete.
+    if (stop_signal == 0 && done_now < pending.size()) stop_signal = StopSignals::stop_signal();
+  } else {
+    SpreadOptions options;
+    options.rank_timeout_s = setup.rank_timeout_s;
+    options.threads =
+        start_workers(*ranks, setup.fingerprint, arena.max_concurrency(), setup.rank_timeout_s);
+    try {
+      const SpreadOutcome outcome = coordinate(
+          *ranks, pending,
+          [&](const std::vector<std::size_t>& items) {
+            return simulate_batch(items, setup.study, run_options, registry, arena);
+          },
+          [&](const std::vector<std::size_t>& items, const std::string& results) {
+            WireReader r(results);
+            for (const std::size_t i : items) {
+              analysis::SweepRow row = read_row(r);
+              BUBBLESIM_CHECK(row.index == static_cast<std::int32_t>(i), "row of another batch");
+              rows[i] = std::move(row);
+            }
+            BUBBLESIM_CHECK(r.done(), "a batch's results hold more rows than asked");
+          },
+          [&](std::size_t done) {
+            done_now = done;
+            progress.update(done_now);
+            write_now_and_then();
+          },
+          options);
+      done_now = outcome.done;
+      stop_signal = outcome.stop_signal;
+    } catch (const std::exception& e) {
+      // A rank failed or went silent: the others wait for answers that will not come. Keep
+      // the finished rows, say why, and end the job.
+      progress.update(done_now, true);
+      std::string why = e.what();
+      std::replace(why.begin(), why.end(), '\n', ' ');
+      try {
+        write();
+        fmt::print(err,
+                   "bubblesim sweep: error: {}; {} keeps the {} finished rows: rerun to "
+                   "resume\n",
+                   why, setup.out_path, count_present());
+      } catch (const std::exception& w) {
+        fmt::print(err, "bubblesim sweep: error: {}; and cannot write {}: {}\n", why,
+                   setup.out_path, w.what());
+      }
+      err.flush();
+      ranks->abort(1);
+      return 1;
+    }
   }
-  interrupted = interrupted || g_interrupted.load();
   progress.update(done_now, true);
   write();
 
-  std::size_t failed = 0, present = 0;
-  for (const std::optional<analysis::SweepRow>& row : rows) {
-    present += row.has_value();
-    failed += row && row->status != "ok";
-  }
+  std::size_t failed = 0;
+  for (std::size_t i = 0; i < total; ++i)
+    failed += rows[i] && setup.shard.has(i) && rows[i]->status != "ok";
+  const std::size_t present = count_present();
   fmt::print(out,
-             "{}: /sweep/table holds {} of {} configurations ({} simulated now, {} from the "
+             "{}: /sweep/table holds {} of {} configurations{} ({} simulated now{}, {} from the "
              "file; {} failed, see their 'error')\n",
-             out_path, present, total, done_now, done_before, failed);
-  if (interrupted || stopped_by_limit) {
-    fmt::print(out, "stopped {}: rerun the same command to simulate the {} left\n",
-               interrupted ? "by Ctrl-C" : "by --limit", total - present);
-    return interrupted ? 130 : 0;
+             setup.out_path, present, in_shard,
+             setup.shard.n == 0
+                 ? ""
+                 : fmt::format(" of shard {}/{} (the study has {})", setup.shard.k,
+                               setup.shard.n, total),
+             done_now, distributed ? fmt::format(" by {} ranks", ranks->size()) : "",
+             done_before, failed);
+  if (stop_signal != 0 || stopped_by_limit) {
+    fmt::print(out, "stopped by {}: rerun the same command to simulate the {} left\n",
+               stop_signal != 0 ? StopSignals::name(stop_signal) : "--limit",
+               in_shard - present);
+    return stop_signal != 0 ? 128 + stop_signal : 0;
   }
-  if (keep_best > 0) {
-    const std::vector<analysis::RunRecord> best = best_runs(
-        rows, study, static_cast<std::size_t>(keep_best), run_options, registry, command_line);
-    analysis::write_runs(out_path, best, writer, true);
+  if (setup.keep_best > 0) {
+    const std::vector<analysis::RunRecord> best =
+        best_runs(rows, setup.study, static_cast<std::size_t>(setup.keep_best), run_options,
+                  registry, command_line);
+    analysis::write_runs(setup.out_path, best, writer, true);
     fmt::print(out,
                "kept the full runs of the {} fastest configurations as /runs/sweep-best-1..{}\n",
                best.size(), best.size());

@@ -1,0 +1,259 @@
+#include "sim/cli/spread.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <future>
+#include <optional>
+
+#include "sim/cli/stop_signals.h"
+#include "sim/cli/wire.h"
+#include "sim/error.h"
+
+namespace bubblesim::cli {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using Seconds = std::chrono::duration<double>;
+
+// Message tags. Worker -> rank 0: kReady, kFailed, kRequest, kError. Rank 0 -> worker: kGo,
+// kQuit, kBatch, kStop.
+enum Tag : int {
+  kReady = 1,
+  kFailed = 2,
+  kQuit = 3,
+  kGo = 4,
+  kRequest = 5,
+  kBatch = 6,
+  kStop = 7,
+  kError = 8,
+};
+
+// How long a waiting worker sleeps between looks for rank 0's answer (it polls: see ranks.h).
+constexpr Seconds kForever{3600.0 * 24 * 365};
+
+// The next message from rank 0 (a worker only ever hears from rank 0).
+RankMessage from_rank0(Ranks& ranks) {
+  for (;;) {
+    if (std::optional<RankMessage> m = ranks.receive(kForever)) return std::move(*m);
+  }
+}
+
+std::string who(int rank, const std::string& host) {
+  return fmt::format("rank {} on {}", rank, host);
+}
+
+}  // namespace
+
+int report_ready(Ranks& ranks, const std::string& error, const std::string& fingerprint,
+                 int threads) {
+  WireWriter w;
+  w.text(ranks.host());
+  if (error.empty()) {
+    w.text(fingerprint);
+    w.number<std::int32_t>(threads);
+  } else {
+    w.text(error);
+  }
+  ranks.send(0, error.empty() ? kReady : kFailed, w.bytes());
+  const RankMessage m = from_rank0(ranks);
+  if (m.tag == kGo) return -1;
+  BUBBLESIM_CHECK(m.tag == kQuit, "unexpected message " + std::to_string(m.tag));
+  WireReader r(m.bytes);
+  return r.number<std::int32_t>();
+}
+
+void quit_workers(Ranks& ranks, int status) {
+  WireWriter w;
+  w.number<std::int32_t>(status);
+  for (int rank = 1; rank < ranks.size(); ++rank)
+    ranks.send(rank, kQuit, w.bytes());
+}
+
+std::vector<int> start_workers(Ranks& ranks, const std::string& fingerprint, int own_threads,
+                               double timeout_s) {
+  std::vector<int> threads(static_cast<std::size_t>(ranks.size()), 0);
+  threads[0] = own_threads;
+  std::string failure;
+  const auto until = Clock::now() + Seconds(timeout_s);
+  for (int reported = 1; reported < ranks.size() && failure.empty();) {
+    const std::optional<RankMessage> m =
+        ranks.receive(std::max(Seconds(0), Seconds(until - Clock::now())));
+    if (!m) {
+      std::string silent;
+      for (std::size_t rank = 1; rank < threads.size(); ++rank) {
+        if (threads[rank] == 0) silent += (silent.empty() ? "" : ", ") + std::to_string(rank);
+      }
+      failure = fmt::format("rank(s) {} did not report ready within --rank-timeout {} s", silent,
+                            format_number(timeout_s));
+      break;
+    }
+    WireReader r(m->bytes);
+    const std::string host = r.text();
+    if (m->tag == kFailed) {
+      failure = who(m->from, host) + ": " + r.text();
+    } else if (m->tag == kReady) {
+      if (r.text() != fingerprint) {
+        failure = who(m->from, host) +
+                  ": read other inputs than rank 0 (is the study the same file on every node?)";
+      }
+      threads[static_cast<std::size_t>(m->from)] = std::max(1, r.number<std::int32_t>());
+      ++reported;
+    } else {
+      BUBBLESIM_CHECK(false, "unexpected message " + std::to_string(m->tag));
+    }
+  }
+  if (!failure.empty()) {
+    // Every worker waits for go or quit (a failed one too); reports still unread are dropped.
+    quit_workers(ranks, 2);
+    throw InvalidArgument(failure);
+  }
+  for (int rank = 1; rank < ranks.size(); ++rank)
+    ranks.send(rank, kGo, "");
+  return threads;
+}
+
+SpreadOutcome coordinate(Ranks& ranks, const std::vector<std::size_t>& items,
+                         const EvaluateBatch& local,
+                         const std::function<void(const std::vector<std::size_t>& batch,
+                                                  const std::string& results)>& accept,
+                         const std::function<void(std::size_t done)>& tick,
+                         const SpreadOptions& options) {
+  struct Holder {
+    std::vector<std::size_t> batch;  // under way (empty: none)
+    Clock::time_point since;
+    double items_per_s = 0;  // measured on its last batch
+    int threads = 1;
+    bool finished = false;  // told to stop, or left
+    std::string host;
+  };
+  const auto n_ranks = static_cast<std::size_t>(ranks.size());
+  std::vector<Holder> holders(n_ranks);
+  for (std::size_t rank = 0; rank < n_ranks; ++rank) {
+    holders[rank].threads =
+        rank < options.threads.size() ? std::max(1, options.threads[rank]) : 1;
+  }
+  SpreadOutcome outcome;
+  std::size_t next = 0;
+  const auto take = [&](Holder& h) {
+    const std::size_t left = items.size() - next;
+    if (left == 0) return;
+    const auto threads = static_cast<std::size_t>(h.threads);
+    std::size_t n = h.items_per_s > 0
+                        ? static_cast<std::size_t>(h.items_per_s * options.batch_seconds)
+                        : 4 * threads;
+    // Near the end, smaller batches, so that no rank is left with a long one.
+    n = std::min(n, std::max<std::size_t>(1, left / (2 * n_ranks)));
+    n = std::clamp<std::size_t>(n, std::min(threads, left), std::min<std::size_t>(left, 1 << 20));
+    h.batch.assign(items.begin() + static_cast<std::ptrdiff_t>(next),
+                   items.begin() + static_cast<std::ptrdiff_t>(next + n));
+    next += n;
+    h.since = Clock::now();
+  };
+  const auto finish = [&](Holder& h, const std::string& results) {
+    accept(h.batch, results);
+    outcome.done += h.batch.size();
+    const double s = Seconds(Clock::now() - h.since).count();
+    if (s > 0) h.items_per_s = static_cast<double>(h.batch.size()) / s;
+    h.batch.clear();
+  };
+
+  Holder& own = holders[0];
+  std::future<std::string> own_results;
+  for (;;) {
+    if (outcome.stop_signal == 0) outcome.stop_signal = StopSignals::stop_signal();
+    const bool stopping = outcome.stop_signal != 0;
+    if (!own.batch.empty() &&
+        own_results.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
+      finish(own, own_results.get());
+    }
+    if (own.batch.empty() && !stopping) {
+      take(own);
+      if (!own.batch.empty()) {
+        own_results = std::async(std::launch::async, [&local, batch = own.batch] {
+          return local(batch);
+        });
+      }
+    }
+
+    if (std::optional<RankMessage> m = ranks.receive(std::chrono::milliseconds(1))) {
+      Holder& h = holders[static_cast<std::size_t>(m->from)];
+      WireReader r(m->bytes);
+      if (m->tag == kError) {
+        const std::string host = r.text();
+        throw Error(who(m->from, host) + ": " + r.text());
+      }
+      BUBBLESIM_CHECK(m->tag == kRequest, "unexpected message " + std::to_string(m->tag));
+      h.host = r.text();
+      const bool leaving = r.number<std::uint8_t>() != 0;
+      const std::string results = r.text();
+      if (!h.batch.empty()) finish(h, results);
+      if (leaving) {
+        h.finished = true;
+      } else {
+        if (!stopping) take(h);
+        if (h.batch.empty()) {
+          ranks.send(m->from, kStop, "");
+          h.finished = true;
+        } else {
+          WireWriter w;
+          w.number<std::uint64_t>(h.batch.size());
+          for (const std::size_t item : h.batch)
+            w.number<std::uint64_t>(item);
+          ranks.send(m->from, kBatch, w.bytes());
+        }
+      }
+    }
+    if (tick) tick(outcome.done);
+
+    const auto now = Clock::now();
+    bool all_finished = own.batch.empty();
+    for (std::size_t rank = 1; rank < n_ranks; ++rank) {
+      const Holder& h = holders[rank];
+      all_finished = all_finished && h.finished;
+      if (!h.batch.empty() && Seconds(now - h.since).count() > options.rank_timeout_s) {
+        throw Error(fmt::format(
+            "{} sent nothing for {:.0f} s, holding {} items since: it died or hangs (see "
+            "--rank-timeout)",
+            who(static_cast<int>(rank), h.host.empty() ? "?" : h.host),
+            Seconds(now - h.since).count(), h.batch.size()));
+      }
+    }
+    if (all_finished && (stopping || next == items.size())) break;
+  }
+  return outcome;
+}
+
+int serve(Ranks& ranks, const EvaluateBatch& evaluate) {
+  std::string results;
+  for (;;) {
+    const bool leaving = StopSignals::stop_signal() != 0;
+    WireWriter request;
+    request.text(ranks.host());
+    request.number<std::uint8_t>(leaving ? 1 : 0);
+    request.text(results);
+    ranks.send(0, kRequest, request.bytes());
+    if (leaving) return 0;
+    const RankMessage m = from_rank0(ranks);
+    if (m.tag == kStop) return 0;
+    BUBBLESIM_CHECK(m.tag == kBatch, "unexpected message " + std::to_string(m.tag));
+    WireReader r(m.bytes);
+    std::vector<std::size_t> batch(r.number<std::uint64_t>());
+    for (std::size_t& item : batch)
+      item = r.number<std::uint64_t>();
+    try {
+      results = evaluate(batch);
+    } catch (const std::exception& e) {
+      WireWriter w;
+      w.text(ranks.host());
+      w.text(e.what());
+      ranks.send(0, kError, w.bytes());
+      return 1;
+    }
+  }
+}
+
+}  // namespace bubblesim::cli

@@ -1,0 +1,76 @@
+// Work spread over the ranks of an MPI job (docs/sweeps.md, "How the work is spread").
+//
+// Items are numbered 0..n-1, and every rank has prepared the same inputs (each reads the study
+// or the model itself), so a batch travels as item numbers and comes back as the results'
+// bytes. Rank 0 hands out batches on request (dynamic: items differ in cost by orders of
+// magnitude), sized to about a quarter of a second of the asking rank's measured rate and
+// smaller near the end so that the ranks finish together; rank 0 also simulates batches on a
+// thread of its own while it serves the others. Every message from a worker to rank 0 is a
+// request answered at once, so no two ranks ever wait on each other's send.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "sim/cli/ranks.h"
+
+namespace bubblesim::cli {
+
+// Evaluates the items of a batch and returns their results as bytes (wire.h). May throw: on a
+// worker the job then ends with rank 0 reporting the message.
+using EvaluateBatch = std::function<std::string(const std::vector<std::size_t>& items)>;
+
+// Setup --------------------------------------------------------------------------------------
+
+// A worker (rank > 0), once its preparation is over: reports to rank 0 that it is ready
+// (`error` empty; `fingerprint` identifies its inputs, `threads` its cores) or why it failed,
+// then waits. Returns -1 when rank 0 says go, else the exit status rank 0 asks it to end with.
+int report_ready(Ranks& ranks, const std::string& error, const std::string& fingerprint,
+                 int threads);
+
+// Rank 0, when it will not start the work (its own preparation failed, or --help): tells every
+// worker to end with `status`.
+void quit_workers(Ranks& ranks, int status);
+
+// Rank 0, once its own preparation is over: waits (at most `timeout_s`) for every worker's
+// report and says go. Returns the threads of each rank (index = rank; `own_threads` for rank 0).
+// When a worker failed, read other inputs (another fingerprint) or did not report in time,
+// tells every worker to end with status 2 and throws InvalidArgument "rank R on HOST: why".
+std::vector<int> start_workers(Ranks& ranks, const std::string& fingerprint, int own_threads,
+                               double timeout_s);
+
+// Work ---------------------------------------------------------------------------------------
+
+struct SpreadOptions {
+  double rank_timeout_s = 600;    // a rank holding a batch this long without a word is lost
+  double batch_seconds = 0.25;    // a batch is about this much work for the rank that asks
+  std::vector<int> threads;       // of each rank (start_workers)
+};
+
+struct SpreadOutcome {
+  std::size_t done = 0;  // items whose results were accepted
+  int stop_signal = 0;   // SIGINT or SIGTERM when a signal stopped the hand-out early, else 0
+};
+
+// Rank 0: hands out `items` (indices) in order until all are done or StopSignals reports a
+// signal; then waits for the batches under way and tells every worker to stop. `local`
+// evaluates rank 0's own batches on another thread; `accept` receives every batch's results
+// (on this thread); `tick` is called often with the count done so far (progress, periodic
+// writes). Throws Error "rank R on HOST: ..." when a worker fails or holds a batch beyond the
+// timeout: the workers are then left waiting and the caller, after saving what it has, ends
+// the job with Ranks::abort.
+SpreadOutcome coordinate(Ranks& ranks, const std::vector<std::size_t>& items,
+                         const EvaluateBatch& local,
+                         const std::function<void(const std::vector<std::size_t>& batch,
+                                                  const std::string& results)>& accept,
+                         const std::function<void(std::size_t done)>& tick,
+                         const SpreadOptions& options);
+
+// A worker: asks rank 0 for batches and evaluates them with `evaluate` until told to stop.
+// After a stop signal of its own it returns its batch's results and leaves. Returns 0, or 1
+// after `evaluate` threw (rank 0 has been told why).
+int serve(Ranks& ranks, const EvaluateBatch& evaluate);
+
+}  // namespace bubblesim::cli
