@@ -230,6 +230,24 @@ int cmd_calibrate(const std::vector<std::string>& args, std::ostream& out, std::
   for (const analysis::MeasuredRun& m : runs.runs)
     prepared.push_back(prepare(runs, m, run_desc, registry));
 
+  // The network engine times transfers by their bytes and has no blocking mode.
+  std::string network_note;
+  for (const Prepared& r : prepared) {
+    if (!r.in.network) continue;
+    if (p2p == "blocking") {
+      throw InvalidArgument(fmt::format(
+          "{}:{}: key 'cluster': blocking transfers cannot be timed over a cluster's network; "
+          "give comm instead, or --p2p async",
+          runs.path, r.line));
+    }
+    if (modes.size() > 1) {
+      modes = {sim::P2pMode::Async};
+      network_note = fmt::format(
+          "note: the run on line {} crosses a cluster's network, where transfers cannot block: "
+          "fitted with async transfers only\n",
+          r.line);
+    }
+  }
   Layout layout;
   layout.per_kind = vm["per-kind"].as<bool>();
   for (const Prepared& r : prepared)
@@ -283,7 +301,8 @@ int cmd_calibrate(const std::vector<std::string>& args, std::ostream& out, std::
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
 
-  fmt::print(out, "calibration of {} measured run(s) from {}\n\n", all.size(), runs.path);
+  fmt::print(out, "calibration of {} measured run(s) from {}\n{}\n", all.size(), runs.path,
+             network_note);
   fmt::print(out, "{:>4}  {:<22} {:>12}  {:>12} {:>8}  {:>12} {:>8}{}\n", "line", "run",
              "measured ms", "before ms", "error", "after ms", "error",
              loo.empty() ? "" : "  loo error");

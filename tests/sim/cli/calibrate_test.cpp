@@ -230,6 +230,31 @@ TEST_F(Calibrate, SweepAndAdviseApplyACalibration) {
   EXPECT_NE(plain.out, with.out);
 }
 
+// Runs over a cluster's network cannot block: the fit keeps to async transfers and says so.
+TEST_F(Calibrate, RunsOverAClusterAreFittedAsync) {
+  const std::string cluster =
+      std::string(BUBBLESIM_SOURCE_DIR) + "/models/examples/a100-4x8-roce.yaml";
+  std::string runs =
+      "fixed: {p: 4, f: 2, b: 1.5, w: 1, comm-bytes: 1e7, cluster: " + cluster + "}\nruns:\n";
+  for (const int m : {4, 8, 12}) {
+    runs += fmt::format("  - {{schedule: 1f1b, m: {}, measured_iteration_ms: {}}}\n", m,
+                        simulated_ms({"-s", "1f1b", "-p", "4", "-m", std::to_string(m), "--f", "2",
+                                      "--b", "1.5", "--w", "1", "--comm-bytes", "1e7", "--cluster",
+                                      cluster, "--op-overhead", "0.3"}));
+  }
+  const std::string file = write("runs.yaml", runs), cal = path("cal.yaml");
+  const Outcome o = run_cli({"calibrate", file, "--out", cal});
+  ASSERT_EQ(o.status, 0) << o.err;
+  EXPECT_NE(o.out.find("fitted with async transfers only"), std::string::npos) << o.out;
+  const analysis::Calibration c = analysis::load_calibration(cal);
+  EXPECT_EQ(c.p2p, sim::P2pMode::Async);
+  EXPECT_NEAR(sim::ns_to_ms(c.overheads.f_ns), 0.3, 0.003);
+  const Outcome blocking = run_cli({"calibrate", file, "--out", cal, "--p2p", "blocking"});
+  EXPECT_EQ(blocking.status, 2);
+  EXPECT_NE(blocking.err.find(file + ":3: key 'cluster': blocking transfers"), std::string::npos)
+      << blocking.err;
+}
+
 // Overheads 0 and async transfers change nothing: the output is byte for byte the default's.
 TEST(CalibrateOptions, ZeroOverheadAndAsyncLeaveOutputUnchanged) {
   for (const char* format : {"--json", "--no-improve"}) {
