@@ -339,12 +339,14 @@ MeasuredRuns load_measured_runs(const std::string& path) {
   }
   if (!root.IsMap()) throw StudyError(path + ": expected a mapping with runs (and fixed)");
   std::optional<YAML::Node> fixed_node, runs_node;
+  int runs_line = 0;
   for (const auto& entry : root) {
     const std::string name = entry.first.Scalar();
     if (name == "fixed") {
       fixed_node.emplace(entry.second);
     } else if (name == "runs") {
       runs_node.emplace(entry.second);
+      runs_line = entry.first.Mark().line + 1;
     } else if (name != "name" && name != "description" && name != "source") {
       r.fail(entry.first, name,
              "unknown section; valid ones are: runs, fixed (and name, description, source)");
@@ -354,7 +356,7 @@ MeasuredRuns load_measured_runs(const std::string& path) {
     r.fail(runs_node ? *runs_node : root, "runs", "expected a non-empty list of measured runs");
   }
   const Reader::Settings fixed = fixed_node ? r.settings(*fixed_node, "fixed") : Reader::Settings{};
-  MeasuredRuns out{path, {}};
+  MeasuredRuns out{path, {}, runs_line};
   for (const YAML::Node& run : *runs_node) {
     if (!run.IsMap()) r.fail(run, "runs", "expected a mapping of settings and a measurement");
     MeasuredRun m;

@@ -68,6 +68,7 @@ struct MeasuredRun {
 struct MeasuredRuns {
   std::string path;
   std::vector<MeasuredRun> runs;  // in file order
+  int runs_line = 0;              // 1-based line of the `runs:` key
 };
 
 // Reads a runs file: `runs:`, a non-empty list of mappings of study settings (as in a study's

@@ -254,8 +254,9 @@ int cmd_calibrate(const std::vector<std::string>& args, std::ostream& out, std::
     layout.efficiency = layout.efficiency || r.flop_timed;
   if (prepared.size() <= layout.size()) {
     throw InvalidArgument(
-        fmt::format("{}: {} run(s) for {} fitted parameter(s) ({}): give at least {} runs",
-                    runs.path, prepared.size(), layout.size(),
+        fmt::format("{}:{}: key 'runs': {} run(s) for {} fitted parameter(s) ({}): give at "
+                    "least {} runs",
+                    runs.path, runs.runs_line, prepared.size(), layout.size(),
                     std::string(layout.per_kind ? "overheads of F, B, W" : "op overhead") +
                         (layout.efficiency ? ", efficiency" : ""),
                     layout.size() + 1));

@@ -290,7 +290,7 @@ TEST_F(Calibrate, BadRunsFilesAreOneLineAndWriteNothing) {
        "runs:\n" + ok +
            "  - {schedule: 1f1b, p: 4, m: 9, p2p: blocking, measured_iteration_ms: 90}\n",
        "3: key 'p2p': calibrate fits it"},
-      {"too-few", "runs:\n" + ok, " 1 run(s) for 1 fitted parameter(s)"},
+      {"too-few", "runs:\n" + ok, "1: key 'runs': 1 run(s) for 1 fitted parameter(s)"},
   };
   for (const auto& c : cases) {
     const std::string runs = write(std::string(c.name) + ".yaml", c.text);
