@@ -134,7 +134,7 @@ void apply_profile(const po::variables_map& vm, RunInputs& in, const traces::Pro
       in.overheads = {gap, gap, gap};
       in.profile_description += fmt::format(
           "; op overhead = {:.3f} ms, the median GPU idle gap between consecutive passes of a "
-          "stage when no NCCL kernel ran (give --op-overhead to override)",
+          "stage when the device was not waiting for an input (give --op-overhead to override)",
           sim::ns_to_ms(gap));
     }
   }

@@ -560,9 +560,9 @@ void write_profile_table(std::ostream& out, const traces::Profile& profile) {
   const std::vector<traces::StageOverheads> overheads = traces::stage_overheads(profile);
   if (!overheads.empty()) {
     fmt::print(out,
-               "\nGPU idle per stage: between consecutive passes when no NCCL kernel ran (launch "
-               "and host overhead, simulate --profile's --op-overhead), and inside passes (span - "
-               "kernel)\n{:>5}  {:>7} {:>14} {:>11} {:>11}  {:>7} {:>14}\n",
+               "\nGPU idle per stage: between consecutive passes when the device was not waiting "
+               "for an input (launch and host overhead, simulate --profile's --op-overhead), and "
+               "inside passes (span - kernel)\n{:>5}  {:>7} {:>14} {:>11} {:>11}  {:>7} {:>14}\n",
                "stage", "gaps", "median gap ms", "p10 ms", "p90 ms", "passes", "median in ms");
     for (const traces::StageOverheads& o : overheads) {
       fmt::print(out, "{:>5}  {:>7} {:>14.3f} {:>11.3f} {:>11.3f}  {:>7} {:>14.3f}\n",

@@ -163,6 +163,37 @@ TEST(ProfileCli, MedianGapBetweenPassesIsTheOpOverhead) {
   EXPECT_NEAR(parse_json(given.out)["iteration_time_ms"].GetDouble(), 11 * (2 + 2.5 + 1.0), 1e-9);
 }
 
+// A simulated run has no overhead: its exported trace's gaps are all waits for an input (the
+// trace has no NCCL kernels to show them, but each input's producer ends after the gap starts).
+// None counts as overhead, so simulate --profile adds none.
+TEST(ProfileCli, WaitingForAnInputIsNoOverhead) {
+  const std::string json = temp("waits.json");
+  ASSERT_EQ(run_cli({"simulate", "-s", "1f1b", "-p", "4", "-m", "8", "--comm", "0.6",
+                     "--trace-json", json})
+                .status,
+            0);
+  const Outcome imported = run_cli({"import", json});
+  ASSERT_EQ(imported.status, 0) << imported.err;
+  // 1F1B waits on every stage but the first; passes run back to back otherwise (gap 0).
+  for (int s = 0; s < 4; ++s) {
+    EXPECT_NE(imported.out.find(fmt::format("{:>5}  ", s)), std::string::npos);
+  }
+  const std::string h5 = temp("waits.h5");
+  std::filesystem::remove(h5);
+  ASSERT_EQ(run_cli({"import", json, "--out", h5}).status, 0);
+  const traces::Profile profile = analysis::read_profile(h5);
+  EXPECT_EQ(traces::median_gap_ns(profile), 0);
+  std::size_t gaps = 0;
+  for (const traces::StageOverheads& o : traces::stage_overheads(profile)) {
+    gaps += o.gap.count;
+    EXPECT_EQ(o.gap.median_ms, 0) << "stage " << o.stage;
+  }
+  EXPECT_GT(gaps, 0u);
+  const Outcome o = run_cli({"simulate", "-s", "1f1b", "-m", "8", "--profile", h5, "--json"});
+  ASSERT_EQ(o.status, 0) << o.err;
+  EXPECT_FALSE(parse_json(o.out).HasMember("op_overhead_f_ms")) << o.out;
+}
+
 TEST(ProfileCli, FusedBackwardIsSplitOneToOneWithANote) {
   // PyTorch's "B" is the fused backward: 3 ms, so B = W = 1.5 ms. No send/recv: --comm.
   const std::string h5 = import("fused", pp_trace(2, 2, "FB", [](int, char letter, int) {
