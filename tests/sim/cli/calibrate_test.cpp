@@ -255,6 +255,27 @@ TEST_F(Calibrate, RunsOverAClusterAreFittedAsync) {
       << blocking.err;
 }
 
+// The results file keeps the overheads and the p2p mode with the run.
+TEST_F(Calibrate, ResultsFileRecordsOverheadsAndP2p) {
+  const std::string h5 = path("runs.h5");
+  const Outcome o = run_cli({"simulate", "-s", "1f1b", "-p", "4", "-m", "8", "--op-overhead",
+                             "F=0.5,B=0.25,W=0", "--p2p", "blocking", "--out", h5});
+  ASSERT_EQ(o.status, 0) << o.err;
+  const analysis::RunRecord run = analysis::ResultsReader(h5).read_run("1f1b");
+  const auto number = [&](const std::string& key) {
+    for (const auto& [k, v] : run.extra_numbers) {
+      if (k == key) return v;
+    }
+    return -1.0;
+  };
+  EXPECT_EQ(number("op_overhead_f_ms"), 0.5);
+  EXPECT_EQ(number("op_overhead_b_ms"), 0.25);
+  EXPECT_EQ(number("op_overhead_w_ms"), 0);
+  EXPECT_NE(std::find(run.extra_texts.begin(), run.extra_texts.end(),
+                      std::pair<std::string, std::string>{"p2p", "blocking"}),
+            run.extra_texts.end());
+}
+
 // Overheads 0 and async transfers change nothing: the output is byte for byte the default's.
 TEST(CalibrateOptions, ZeroOverheadAndAsyncLeaveOutputUnchanged) {
   for (const char* format : {"--json", "--no-improve"}) {
