@@ -45,24 +45,30 @@ void evaluate(AdviseCandidate& c, const AdviseSearch& search,
           hw.link_latency_ms + s.transfer_bytes / (hw.link_bandwidth_gbps * 1e9) * 1e3;
       costs.push_back(sim::DeviceCosts{time(s.f_flops), time(s.b_flops), time(s.w_flops),
                                        sim::ms_to_ns(comm_ms), s.m_b_bytes, s.m_w_bytes, 0});
+      costs.back().overheads = hw.overheads;
       largest_parameters = std::max(largest_parameters, s.parameters);
     }
     double most_static = 0;
     for (const models::StageEstimate& s : stages)
       most_static = std::max(most_static, s.static_bytes);
     const sim::PerDeviceCostModel cost_model(costs, c.chunks);
+    std::vector<sim::DeviceCosts> pass_times = costs;
+    for (sim::DeviceCosts& d : pass_times)
+      d.overheads = {};
+    const sim::PerDeviceCostModel generator_costs(pass_times, c.chunks);
     sim::ScheduleParams params;
     params.pp = c.pp;
     params.microbatches = c.microbatches;
     params.chunks = c.chunks;
-    params.costs = &cost_model;
+    params.costs = &generator_costs;
     // Build under what the budget leaves for activations; with no room left at all the
     // schedule's own default (it is out of memory anyway, and the report says by how much).
     if (generator.takes_mem_limit() && hw.memory_budget_bytes > most_static) {
       params.mem_limit = hw.memory_budget_bytes - most_static;
     }
     const sim::Schedule schedule = generator.generate(params);
-    const sim::SimulationResult result = sim::simulate(schedule, cost_model);
+    const sim::SimulationResult result =
+        sim::simulate(schedule, cost_model, {}, nullptr, sim::InputRule::All, hw.p2p);
     // Schedules that keep two copies of the model (dualpipe) hold twice the parameters.
     const double copies = static_cast<double>(schedule.num_stages()) / schedule.route_stages();
     c.iteration_time_ms = sim::ns_to_ms(result.metrics.iteration_time_ns);

@@ -22,6 +22,8 @@
 
 #include "models/gpu_catalogue.h"
 #include "models/transformer.h"
+#include "sim/cost_model.h"
+#include "sim/engine.h"
 #include "sim/schedule_registry.h"
 
 namespace bubblesim::analysis {
@@ -35,6 +37,10 @@ struct AdviseHardware {
   double efficiency = models::kDefaultEfficiency;  // of the GPU's dense BF16 peak
   double link_bandwidth_gbps = 50;  // GB/s between consecutive stages and for the all-reduce
   double link_latency_ms = 0.01;    // per hop
+  // A calibration's (analysis/calibration.h): paid before every pass, and how transfers use
+  // the compute streams. The schedules are built from the pass times without them.
+  sim::OpOverheads overheads;
+  sim::P2pMode p2p = sim::P2pMode::Async;
 };
 
 struct AdviseSearch {

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <map>
 #include <optional>
+#include <set>
 
 namespace bubblesim::analysis {
 
@@ -47,6 +48,9 @@ constexpr KeySpec kKeys[] = {
     {"comm-bytes", Kind::kNumber},
     {"grad-bytes", Kind::kNumber},
     {"profile", Kind::kPath},
+    {"op-overhead", Kind::kName},
+    {"p2p", Kind::kName},
+    {"calibration", Kind::kPath},
 };
 
 struct Reader {
@@ -321,6 +325,77 @@ Study load_study(const std::string& path, std::size_t max_configurations) {
     }
   }
   return study;
+}
+
+MeasuredRuns load_measured_runs(const std::string& path) {
+  const Reader r{path};
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(path);
+  } catch (const YAML::BadFile&) {
+    throw StudyError(path + ": cannot read the runs file");
+  } catch (const YAML::ParserException& e) {
+    throw StudyError(path + ":" + std::to_string(e.mark.line + 1) + ": not valid YAML: " + e.msg);
+  }
+  if (!root.IsMap()) throw StudyError(path + ": expected a mapping with runs (and fixed)");
+  std::optional<YAML::Node> fixed_node, runs_node;
+  int runs_line = 0;
+  for (const auto& entry : root) {
+    const std::string name = entry.first.Scalar();
+    if (name == "fixed") {
+      fixed_node.emplace(entry.second);
+    } else if (name == "runs") {
+      runs_node.emplace(entry.second);
+      runs_line = entry.first.Mark().line + 1;
+    } else if (name != "name" && name != "description" && name != "source") {
+      r.fail(entry.first, name,
+             "unknown section; valid ones are: runs, fixed (and name, description, source)");
+    }
+  }
+  if (!runs_node || !runs_node->IsSequence() || runs_node->size() == 0) {
+    r.fail(runs_node ? *runs_node : root, "runs", "expected a non-empty list of measured runs");
+  }
+  const Reader::Settings fixed = fixed_node ? r.settings(*fixed_node, "fixed") : Reader::Settings{};
+  MeasuredRuns out{path, {}, runs_line};
+  for (const YAML::Node& run : *runs_node) {
+    if (!run.IsMap()) r.fail(run, "runs", "expected a mapping of settings and a measurement");
+    MeasuredRun m;
+    m.line = run.Mark().line + 1;
+    std::set<std::size_t> seen;
+    Reader::Settings merged = fixed;
+    for (const auto& entry : run) {
+      std::string name = entry.first.Scalar();
+      std::replace(name.begin(), name.end(), '-', '_');
+      double* target = name == "measured_iteration_ms" ? &m.measured_iteration_ms
+                       : name == "measured_samples_per_gpu_per_s"
+                           ? &m.measured_samples_per_gpu_per_s
+                           : nullptr;
+      if (target != nullptr) {
+        const std::string text = r.scalar(entry.second, entry.first.Scalar(), "a number > 0");
+        if (!Reader::number(text, *target) || !(*target > 0)) {
+          r.fail(entry.second, entry.first.Scalar(), "expected a number > 0, got '" + text + "'");
+        }
+        continue;
+      }
+      const std::size_t i = r.key_index(entry.first, entry.first.Scalar());
+      if (!seen.insert(i).second) r.fail(entry.first, entry.first.Scalar(), "given twice");
+      merged[i] = {kKeys[i].name, r.value(entry.second, entry.first.Scalar(), kKeys[i]),
+                   entry.second.Mark().line + 1};
+    }
+    if ((m.measured_iteration_ms > 0) == (m.measured_samples_per_gpu_per_s > 0)) {
+      throw StudyError(path + ":" + std::to_string(m.line) +
+                       ": key 'measured_iteration_ms': each run needs exactly one measurement, "
+                       "measured_iteration_ms or measured_samples_per_gpu_per_s");
+    }
+    for (auto& [i, setting] : merged)
+      m.configuration.settings.push_back(setting);
+    if (m.configuration.find("schedule") == nullptr) {
+      throw StudyError(path + ":" + std::to_string(m.line) +
+                       ": key 'schedule': every run needs one (in the run or in fixed)");
+    }
+    out.runs.push_back(std::move(m));
+  }
+  return out;
 }
 
 }  // namespace bubblesim::analysis

@@ -56,4 +56,25 @@ std::string study_fingerprint(const Study& study);
 // At most `max_configurations` configurations (a guard against a typo exploding the product).
 Study load_study(const std::string& path, std::size_t max_configurations = 10'000'000);
 
+// One measured run of a runs file (`bubblesim calibrate RUNS.yaml`, docs/calibration.md): the
+// settings of a study configuration and exactly one measurement.
+struct MeasuredRun {
+  StudyConfiguration configuration;
+  double measured_iteration_ms = 0;           // > 0, or 0 when the run gives the other
+  double measured_samples_per_gpu_per_s = 0;  // > 0, or 0
+  int line = 0;                               // 1-based line of the run in the file
+};
+
+struct MeasuredRuns {
+  std::string path;
+  std::vector<MeasuredRun> runs;  // in file order
+  int runs_line = 0;              // 1-based line of the `runs:` key
+};
+
+// Reads a runs file: `runs:`, a non-empty list of mappings of study settings (as in a study's
+// configs) plus measured_iteration_ms or measured_samples_per_gpu_per_s, and optionally
+// `fixed:`, settings every run has unless it gives its own. Throws StudyError naming the file,
+// line and key (an unknown key, a missing or doubled measurement, a run without a schedule).
+MeasuredRuns load_measured_runs(const std::string& path);
+
 }  // namespace bubblesim::analysis

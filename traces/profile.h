@@ -90,4 +90,22 @@ struct CommStats {
 // In the order of the Collective enumeration.
 std::vector<CommStats> comm_stats(const Profile& profile);
 
+// Per stage: the time the GPU did nothing around and inside its labelled passes.
+// `gap`: between consecutive passes of the stage (same trace and process, in GPU-start order),
+// from one's last GPU op to the next one's first, counted only where the device was not waiting
+// for an input: it is >= 0, no NCCL kernel of the trace ran in it, and the next pass's input
+// (the pass that produces it, DESIGN.md §3, when the same trace holds it: the last instance to
+// end before the next pass started) had ended by the gap's start. That is the launch and host
+// time between passes (sim::OpOverheads). `inside`: span - kernel time of each
+// pass, the GPU idle inside a pass.
+struct StageOverheads {
+  std::int32_t stage = kNoNumber;
+  DurationStats gap;
+  DurationStats inside;
+};
+// Sorted by stage (none first).
+std::vector<StageOverheads> stage_overheads(const Profile& profile);
+// The median of every stage's gaps pooled, in ns; -1 when the profile has none.
+sim::TimeNs median_gap_ns(const Profile& profile);
+
 }  // namespace bubblesim::traces

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "analysis/advise.h"
+#include "analysis/calibration.h"
 #include "models/cluster.h"
 #include "sim/cli/commands.h"
 #include "sim/cli/progress.h"
@@ -194,6 +195,9 @@ int cmd_advise(const std::vector<std::string>& args, std::ostream& out, std::ost
      "'all' or a comma-separated list of schedule names")
     ("efficiency", po::value<double>()->default_value(models::kDefaultEfficiency, "0.45"),
      "fraction of the GPU's dense BF16 peak the passes reach, in (0, 1]")
+    ("calibration", po::value<std::string>(),
+     "CAL.yaml from 'bubblesim calibrate': its op overheads and p2p mode, and its efficiency "
+     "unless --efficiency is given")
     ("link-gbps", po::value<double>()->default_value(50),
      "GB/s between stages and for the data-parallel all-reduce (50: a 400 Gb/s link)")
     ("link-latency-ms", po::value<double>()->default_value(0.01), "latency of one hop, ms")
@@ -249,6 +253,14 @@ int cmd_advise(const std::vector<std::string>& args, std::ostream& out, std::ost
     hw.memory_budget_bytes = budget * 1e9;
   }
   hw.efficiency = vm["efficiency"].as<double>();
+  std::string calibration;
+  if (vm.count("calibration") != 0) {
+    calibration = vm["calibration"].as<std::string>();
+    const analysis::Calibration c = analysis::load_calibration(calibration);
+    hw.overheads = c.overheads;
+    hw.p2p = c.p2p;
+    if (c.efficiency > 0 && vm["efficiency"].defaulted()) hw.efficiency = c.efficiency;
+  }
   if (!(hw.efficiency > 0 && hw.efficiency <= 1)) {
     throw InvalidArgument("option --efficiency: expected a fraction in (0, 1], got " +
                           format_number(hw.efficiency));
@@ -293,6 +305,10 @@ int cmd_advise(const std::vector<std::string>& args, std::ostream& out, std::ost
              search.model.name, cluster_name.empty() ? "" : "cluster " + cluster_name + " as ",
              hw.gpus, hw.gpu.name, gb(hw.memory_budget_bytes), format_number(hw.efficiency),
              search.global_batch, format_number(hw.link_bandwidth_gbps));
+  if (!calibration.empty()) {
+    fmt::print(out, "calibration {}: op overhead {} ms before every pass, p2p {}\n", calibration,
+               describe_op_overheads(hw.overheads), p2p_name(hw.p2p));
+  }
   std::vector<analysis::AdviseCandidate> best;
   for (const analysis::AdviseCandidate& c : ranked) {
     if (c.outcome == analysis::AdviseOutcome::kFits && best.size() < static_cast<std::size_t>(top))

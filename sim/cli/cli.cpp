@@ -52,6 +52,7 @@ commands:
   advise      search schedules, p, m, v and microbatch size for a model on N GPUs
   import      read PyTorch profiler (Kineto) traces and print per-pass statistics
   validate    run the zero-bubble authors' reference sets and compare the schedulers
+  calibrate   fit op overheads and the p2p mode to measured runs (--calibration CAL.yaml)
   profile     run a command with the CUPTI profiler injected (bubblesim profile -- CMD...)
 
 Run 'bubblesim COMMAND --help' for the options of a command. With no timing options, simulate
@@ -167,8 +168,8 @@ SimulatedRun simulate_run(const sim::Schedule& schedule, const sim::CostModel& c
   SimulatedRun run;
   std::vector<sim::EngineObserver*> observers;
   if (record) observers.push_back(&run.transfers);
-  run.result =
-      sim::simulate(schedule, costs, observers, in.network ? &*in.network : nullptr, in.input_rule);
+  run.result = sim::simulate(schedule, costs, observers, in.network ? &*in.network : nullptr,
+                             in.input_rule, in.p2p);
   return run;
 }
 
@@ -180,6 +181,9 @@ RunSummary summary_of(std::string name, const sim::ScheduleParams& params,
   run.params = params;
   run.metrics = metrics;
   run.input_rule = in.input_rule;
+  run.p2p = in.p2p;
+  run.overheads = in.overheads;
+  run.calibration = in.calibration;
   set_parameter_fields(run, one);
   run.static_memory_bytes = in.static_memory_bytes;
   run.samples_per_microbatch = in.samples_per_microbatch;
@@ -197,6 +201,15 @@ void keep_record(RunSummary& run, const Recording* recording, const RunInputs& i
       analysis::make_run_record(record_header(*recording, run.schedule, run.params, in), schedule,
                                 costs, simulated.result, simulated.transfers.transfers());
   add_summary_fields(*run.record, run);
+}
+
+// The costs the schedule generators see: the pass times without --op-overhead, as a scheduler
+// fed by a profile's pass times sees them (so a calibration, which keeps each run's schedule,
+// predicts what simulate does).
+std::vector<sim::DeviceCosts> pass_times(std::vector<sim::DeviceCosts> costs) {
+  for (sim::DeviceCosts& c : costs)
+    c.overheads = {};
+  return costs;
 }
 
 // run_schedule with --cluster, --dp or --optimizer-sync (RunInputs::replicated): the schedule
@@ -220,7 +233,7 @@ RunSummary run_replicated(std::string name, sim::Schedule& schedule,
     }
     const auto first = in.replica_costs.begin() + static_cast<std::ptrdiff_t>(r * p);
     const sim::PerDeviceCostModel replica_costs(
-        std::vector<sim::DeviceCosts>(first, first + static_cast<std::ptrdiff_t>(p)),
+        pass_times(std::vector<sim::DeviceCosts>(first, first + static_cast<std::ptrdiff_t>(p))),
         params.chunks);
     params.costs = &replica_costs;
     replicas.push_back(generator->generate(params));
@@ -264,7 +277,8 @@ RunSummary run_schedule(std::string name, sim::Schedule& schedule,
   const sim::PerDeviceCostModel costs(in.device_costs, params.chunks);
   std::optional<ExactSummary> exact;
   if (generator != nullptr) {
-    params.costs = &costs;
+    const sim::PerDeviceCostModel generator_costs(pass_times(in.device_costs), params.chunks);
+    params.costs = &generator_costs;
     schedule = generator->generate(params);
     if (exact_time_limit_s)
       exact = improve_exactly(schedule, *generator, params, *exact_time_limit_s);
@@ -286,7 +300,8 @@ MonteCarloSummary monte_carlo(const sim::Schedule& schedule, const RunInputs& in
   std::vector<double> iteration_ms, bubble;
   for (int i = 0; i < samples; ++i) {
     costs.draw(rng);
-    const sim::SimulationResult result = sim::simulate(schedule, costs, {}, nullptr, in.input_rule);
+    const sim::SimulationResult result =
+        sim::simulate(schedule, costs, {}, nullptr, in.input_rule, in.p2p);
     iteration_ms.push_back(sim::ns_to_ms(result.metrics.iteration_time_ns));
     bubble.push_back(result.metrics.bubble_rate);
   }
@@ -489,6 +504,7 @@ int cmd_simulate(const std::vector<std::string>& args, const std::string& comman
     sim::Engine engine(schedule, costs);
     if (in.network) engine.set_network(*in.network);
     engine.set_input_rule(in.input_rule);
+    engine.set_p2p(in.p2p);
     sim::TransferLog transfers;
     engine.add_observer(transfers);
     const sim::Timeline timeline = engine.run();
@@ -638,6 +654,24 @@ bool parse_command(const std::vector<std::string>& args,
   return parse(args, desc, vm, out, synopsis, positional);
 }
 
+sim::Schedule generate_schedule(const sim::ScheduleGenerator& generator,
+                                const sim::ScheduleParams& params, const RunInputs& in) {
+  sim::ScheduleParams with_costs = params;
+  const sim::PerDeviceCostModel costs(
+      pass_times(in.replicated
+                     ? std::vector<sim::DeviceCosts>(in.replica_costs.begin(),
+                                                     in.replica_costs.begin() + in.params.pp)
+                     : in.device_costs),
+      params.chunks);
+  with_costs.costs = &costs;
+  return generator.generate(with_costs);
+}
+
+RunSummary simulate_schedule(std::string name, sim::Schedule schedule,
+                             const sim::ScheduleParams& params, const RunInputs& in) {
+  return run_schedule(std::move(name), schedule, nullptr, params, in);
+}
+
 RunSummary simulate_generated(const sim::ScheduleGenerator& generator,
                               const sim::ScheduleParams& params, const RunInputs& in,
                               const std::string& record_as, const std::string& command_line) {
@@ -676,6 +710,8 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
       status = cmd_advise(rest, buffer, err);
     } else if (command == "validate") {
       status = cmd_validate(rest, buffer, err);
+    } else if (command == "calibrate") {
+      status = cmd_calibrate(rest, buffer, err);
     } else if (command == "import") {
       status = cmd_import(rest, "bubblesim " + shell_words(args), buffer);
     } else if (command == "profile") {
@@ -683,11 +719,11 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
     } else if (command.empty()) {
       throw Usage{
           "missing command; valid commands are: schedules, simulate, compare, sweep, merge, "
-          "report, advise, import, validate, profile (see --help)"};
+          "report, advise, import, validate, calibrate, profile (see --help)"};
     } else {
       throw Usage{"unknown command '" + command +
                   "'; valid commands are: schedules, simulate, compare, sweep, merge, report, "
-                  "advise, import, validate, profile"};
+                  "advise, import, validate, calibrate, profile"};
     }
     out << buffer.str() << std::flush;
     return status;

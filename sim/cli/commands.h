@@ -30,6 +30,18 @@ RunSummary simulate_generated(const sim::ScheduleGenerator& generator,
                               const std::string& record_as = "",
                               const std::string& command_line = "");
 
+// The schedule `generator` builds from `params` for the inputs, as simulate builds it (from the
+// pass times without overheads; with replicas, replica 0's), and the simulation of a given
+// schedule with the inputs (as simulate --schedule-file; `name` is the run's schedule name).
+// Together: what simulate_generated does, with the schedule kept (bubblesim calibrate).
+sim::Schedule generate_schedule(const sim::ScheduleGenerator& generator,
+                                const sim::ScheduleParams& params, const RunInputs& in);
+RunSummary simulate_schedule(std::string name, sim::Schedule schedule,
+                             const sim::ScheduleParams& params, const RunInputs& in);
+
+// `bubblesim calibrate` (calibrate.cpp): fits overheads to measured runs.
+int cmd_calibrate(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+
 // `bubblesim sweep` (sweep.cpp). `args` follow the command; progress goes to `err`.
 int cmd_sweep(const std::vector<std::string>& args, const std::string& command_line,
               std::ostream& out, std::ostream& err);

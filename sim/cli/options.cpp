@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 
+#include "analysis/calibration.h"
 #include "analysis/profile_file.h"
 #include "models/transformer.h"
 #include "traces/profile_costs.h"
@@ -38,12 +39,13 @@ double non_negative(const po::variables_map& vm, const char* name) {
 
 // --model: times from the model's FLOPs where --f/--b/--w were left at their defaults, memory
 // in bytes where --m-b/--m-w were, and the static memory of every device.
+// `calibrated`: the efficiency of --calibration when --efficiency is not given, else 0.
 void apply_model(const po::variables_map& vm, RunInputs& in, std::vector<sim::TimeNs>& f,
                  std::vector<sim::TimeNs>& b, std::vector<sim::TimeNs>& w, std::vector<double>& m_b,
-                 std::vector<double>& m_w) {
+                 std::vector<double>& m_w, double calibrated) {
   const models::TransformerConfig model = models::load_transformer(vm["model"].as<std::string>());
   const models::GpuSpec& gpu = models::find_gpu(vm["gpu"].as<std::string>());
-  const double efficiency = vm["efficiency"].as<double>();
+  const double efficiency = calibrated > 0 ? calibrated : vm["efficiency"].as<double>();
   if (!(efficiency > 0 && efficiency <= 1)) {
     throw InvalidArgument("option --efficiency: expected a fraction in (0, 1], got " +
                           format_number(efficiency));
@@ -125,6 +127,17 @@ void apply_profile(const po::variables_map& vm, RunInputs& in, const traces::Pro
       "profile {}: F, B, W per stage = median kernel time of its samples (at least {} per "
       "stage and pass){}; comm = {}",
       in.profile, fewest, given ? ", except the --f/--b/--w given" : "", comm_source);
+  // The launch and host overhead between passes, unless --op-overhead or --calibration gave one.
+  if (vm.count("op-overhead") == 0 && in.calibration.empty()) {
+    const sim::TimeNs gap = traces::median_gap_ns(profile);
+    if (gap > 0) {
+      in.overheads = {gap, gap, gap};
+      in.profile_description += fmt::format(
+          "; op overhead = {:.3f} ms, the median GPU idle gap between consecutive passes of a "
+          "stage when the device was not waiting for an input (give --op-overhead to override)",
+          sim::ns_to_ms(gap));
+    }
+  }
   if (!split_stages.empty()) {
     in.profile_description +=
         fmt::format("\nnote: stages {} ran a fused backward (BW) only; each BW sample was split {}",
@@ -388,6 +401,16 @@ void add_run_options(po::options_description& desc) {
     ("grad-bytes", po::value<double>(),
      "gradient bytes of one pipeline device's share of the model, for --dp's all-reduce "
      "(default with --model: 2 bytes per parameter)")
+    ("op-overhead", po::value<std::string>(),
+     "fixed cost (ms) before every pass on its device, launch and host time: one value, or per "
+     "kind F=MS,B=MS,W=MS (a fused BW pays B's); a chunk pass pays it whole. Default 0")
+    ("p2p", po::value<std::string>()->default_value("async"),
+     "point-to-point transfers: async (a transfer delays only its receiver) or blocking (as "
+     "Megatron's: the sender's and the receiver's compute streams are held for it; not with "
+     "--cluster). docs/calibration.md")
+    ("calibration", po::value<std::string>(),
+     "CAL.yaml from 'bubblesim calibrate': its op overheads, p2p mode and efficiency apply "
+     "where --op-overhead, --p2p and --efficiency are not given")
     ("json", po::bool_switch(), "print the summary as JSON instead of a table")
     ("out", po::value<std::string>(),
      "also add the runs (every op, transfer and memory change) to this HDF5 results file, "
@@ -515,8 +538,25 @@ RunInputs read_run_inputs(const po::variables_map& vm, const sim::Schedule* from
   }
 
   std::vector<double> m_bs(static_cast<std::size_t>(p), m_b), m_ws(m_bs.size(), m_w);
+  std::optional<analysis::Calibration> calibration;
+  if (vm.count("calibration") != 0) {
+    in.calibration = vm["calibration"].as<std::string>();
+    if (in.calibration.empty()) throw InvalidArgument("option --calibration: expected a file name");
+    calibration = analysis::load_calibration(in.calibration);
+  }
+  if (vm.count("op-overhead") != 0) {
+    in.overheads = parse_op_overheads("--op-overhead", vm["op-overhead"].as<std::string>());
+  } else if (calibration) {
+    in.overheads = calibration->overheads;
+  }
+  if (!vm["p2p"].defaulted()) {
+    in.p2p = parse_p2p("--p2p", vm["p2p"].as<std::string>());
+  } else if (calibration) {
+    in.p2p = calibration->p2p;
+  }
   if (vm.count("model") != 0) {
-    apply_model(vm, in, f, b, w, m_bs, m_ws);
+    apply_model(vm, in, f, b, w, m_bs, m_ws,
+                calibration && vm["efficiency"].defaulted() ? calibration->efficiency : 0);
   }
   if (!in.profile.empty()) apply_profile(vm, in, profile, f, b, w, comm);
 
@@ -526,7 +566,7 @@ RunInputs read_run_inputs(const po::variables_map& vm, const sim::Schedule* from
   for (int d = 0; d < p; ++d) {
     const auto i = static_cast<std::size_t>(d);
     in.device_costs.push_back(
-        sim::DeviceCosts{f[i], b[i], w[i], comm[i], m_bs[i], m_ws[i], overlap});
+        sim::DeviceCosts{f[i], b[i], w[i], comm[i], m_bs[i], m_ws[i], overlap, 0, in.overheads});
     worst = std::max(worst, static_cast<long double>(f[i] + b[i] + w[i]) + 2048.0L * comm[i]);
   }
   if (worst * p * in.params.microbatches >
@@ -536,7 +576,62 @@ RunInputs read_run_inputs(const po::variables_map& vm, const sim::Schedule* from
         "simulated time; use smaller times or fewer microbatches");
   }
   apply_cluster(vm, in, from_file != nullptr);
+  if (in.network && in.p2p != sim::P2pMode::Async) {
+    throw InvalidArgument(
+        "option --p2p: blocking transfers cannot be timed over --cluster's network; give --comm "
+        "(the time of one hop) instead");
+  }
   return in;
+}
+
+sim::OpOverheads parse_op_overheads(const std::string& option, const std::string& text) {
+  const auto ms = [&](std::string_view item) {
+    const double value = parse_number(option, item, text);
+    if (value < 0 || value > 1e6) {
+      throw InvalidArgument("option " + option + ": overhead " + std::string(item) +
+                            " ms is out of range (expected 0 to 1e6 ms)");
+    }
+    return sim::ms_to_ns(value);
+  };
+  if (text.find('=') == std::string::npos) {
+    const sim::TimeNs all = ms(text);
+    return {all, all, all};
+  }
+  sim::OpOverheads o;
+  bool seen[3] = {};
+  std::string_view rest = text;
+  while (true) {
+    const std::size_t comma = rest.find(',');
+    const std::string_view item = rest.substr(0, comma);
+    const std::size_t eq = item.find('=');
+    const std::string_view kind = item.substr(0, eq);
+    const int k = kind == "F" ? 0 : kind == "B" ? 1 : kind == "W" ? 2 : -1;
+    if (eq == std::string_view::npos || k < 0 || seen[k]) {
+      throw InvalidArgument("option " + option + ": expected MS or F=MS,B=MS,W=MS (each kind " +
+                            "at most once), got '" + text + "'");
+    }
+    seen[k] = true;
+    (k == 0 ? o.f_ns : k == 1 ? o.b_ns : o.w_ns) = ms(item.substr(eq + 1));
+    if (comma == std::string_view::npos) break;
+    rest.remove_prefix(comma + 1);
+  }
+  return o;
+}
+
+sim::P2pMode parse_p2p(const std::string& option, const std::string& text) {
+  if (text == "async") return sim::P2pMode::Async;
+  if (text == "blocking") return sim::P2pMode::Blocking;
+  throw InvalidArgument("option " + option + ": expected async or blocking, got '" + text + "'");
+}
+
+const char* p2p_name(sim::P2pMode mode) {
+  return mode == sim::P2pMode::Blocking ? "blocking" : "async";
+}
+
+std::string describe_op_overheads(const sim::OpOverheads& o) {
+  if (o.f_ns == o.b_ns && o.b_ns == o.w_ns) return format_number(sim::ns_to_ms(o.f_ns));
+  return fmt::format("F={},B={},W={}", format_number(sim::ns_to_ms(o.f_ns)),
+                     format_number(sim::ns_to_ms(o.b_ns)), format_number(sim::ns_to_ms(o.w_ns)));
 }
 
 std::vector<double> parse_sweep(const std::string& option, const std::string& text) {

@@ -61,6 +61,11 @@ struct RunInputs {
   // --paper-evaluator: InputRule::PaperEvaluator (sim/engine.h); never with `replicated`.
   sim::InputRule input_rule = sim::InputRule::All;
   std::string optimizer_sync_name = "none";
+  // --op-overhead (every DeviceCosts carries it too), --p2p, and --calibration's file ("" for
+  // none; its values apply where the options were not given).
+  sim::OpOverheads overheads;
+  sim::P2pMode p2p = sim::P2pMode::Async;
+  std::string calibration;
   // With --profile: its file, a description of where the costs came from (the statistic, the
   // split of a fused BW) for the report, and each device's duration samples in ns for
   // --samples (a time given explicitly is its only sample); empty otherwise.
@@ -106,6 +111,15 @@ sim::ScheduleParams params_for(const RunInputs& in, const sim::ScheduleGenerator
 // 0 <= t <= 1e9. Returns exactly `devices` values in ns.
 std::vector<sim::TimeNs> parse_time_list(const std::string& option, const std::string& text,
                                          int devices);
+
+// Parses --op-overhead: "MS" (every pass) or "F=MS,B=MS,W=MS" (kinds left out: 0), each
+// 0 <= ms <= 1e6.
+sim::OpOverheads parse_op_overheads(const std::string& option, const std::string& text);
+// Parses --p2p: "async" or "blocking".
+sim::P2pMode parse_p2p(const std::string& option, const std::string& text);
+const char* p2p_name(sim::P2pMode mode);
+// "0.5" when all three are equal, else "F=0.5,B=0.25,W=0" (ms).
+std::string describe_op_overheads(const sim::OpOverheads& o);
 
 // Parses "FROM:TO:STEP" (0 < FROM <= TO, STEP > 0, at most 1000 points): FROM, FROM + STEP,
 // ... up to TO.

@@ -114,6 +114,14 @@ std::vector<SummaryField> further_fields(const RunSummary& run) {
       {"model_share_per_device", static_cast<double>(run.model_copies) / run.params.pp}};
   if (run.input_rule == sim::InputRule::PaperEvaluator)
     fields.push_back({"input_rule", std::string("paper-evaluator")});
+  // Only where given, so that runs without them print exactly what they did before.
+  if (run.overheads != sim::OpOverheads{}) {
+    fields.push_back({"op_overhead_f_ms", sim::ns_to_ms(run.overheads.f_ns)});
+    fields.push_back({"op_overhead_b_ms", sim::ns_to_ms(run.overheads.b_ns)});
+    fields.push_back({"op_overhead_w_ms", sim::ns_to_ms(run.overheads.w_ns)});
+  }
+  if (run.p2p != sim::P2pMode::Async) fields.push_back({"p2p", std::string(p2p_name(run.p2p))});
+  if (!run.calibration.empty()) fields.push_back({"calibration", run.calibration});
   if (!run.static_memory_bytes.empty())
     fields.push_back({"peak_memory_bytes", max_peak_memory_bytes(run)});
   if (run.samples_per_microbatch > 0) {
@@ -359,7 +367,12 @@ std::string describe_inputs(const RunInputs& in) {
               ? ""
               : "\ntimed as the zero-bubble paper's evaluator: the inputs that wrap around from "
                 "the last device to device 0 are awaited only by the first microbatch of each "
-                "round of p (--paper-evaluator)");
+                "round of p (--paper-evaluator)") +
+         (in.overheads == sim::OpOverheads{} && in.p2p == sim::P2pMode::Async
+              ? ""
+              : fmt::format("\nop overhead {} ms before every pass, p2p {}{}",
+                            describe_op_overheads(in.overheads), p2p_name(in.p2p),
+                            in.calibration.empty() ? "" : " (calibration " + in.calibration + ")"));
 }
 
 void write_simulate_table(std::ostream& out, const RunInputs& in, const RunSummary& run) {
@@ -543,6 +556,20 @@ void write_profile_table(std::ostream& out, const traces::Profile& profile) {
     fmt::print(out,
                "(no labelled ranges: PyTorch pipelining's PP:<stage><F|I|W|B><mb>, or see "
                "--label-regex)\n");
+  }
+  const std::vector<traces::StageOverheads> overheads = traces::stage_overheads(profile);
+  if (!overheads.empty()) {
+    fmt::print(out,
+               "\nGPU idle per stage: between consecutive passes when the device was not waiting "
+               "for an input (launch and host overhead, simulate --profile's --op-overhead), and "
+               "inside passes (span - kernel)\n{:>5}  {:>7} {:>14} {:>11} {:>11}  {:>7} {:>14}\n",
+               "stage", "gaps", "median gap ms", "p10 ms", "p90 ms", "passes", "median in ms");
+    for (const traces::StageOverheads& o : overheads) {
+      fmt::print(out, "{:>5}  {:>7} {:>14.3f} {:>11.3f} {:>11.3f}  {:>7} {:>14.3f}\n",
+                 o.stage == traces::kNoNumber ? std::string("-") : std::to_string(o.stage),
+                 o.gap.count, o.gap.median_ms, o.gap.p10_ms, o.gap.p90_ms, o.inside.count,
+                 o.inside.median_ms);
+    }
   }
   fmt::print(out, "\n{:<15} {:>7} {:>12} {:>11} {:>16}\n", "NCCL collective", "count", "total ms",
              "median ms", "input bytes");

@@ -55,6 +55,9 @@ struct RunSummary {
   int model_copies = 1;
   std::optional<ExactSummary> exact;                // with --exact
   sim::InputRule input_rule = sim::InputRule::All;  // --paper-evaluator: PaperEvaluator
+  sim::P2pMode p2p = sim::P2pMode::Async;           // --p2p
+  sim::OpOverheads overheads;                       // --op-overhead
+  std::string calibration;                          // --calibration's file, "" without
   // With --model: each device's static memory in bytes (RunInputs); the device's peak memory
   // is that plus its activation peak.
   std::vector<double> static_memory_bytes;

@@ -19,6 +19,7 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "analysis/calibration.h"
 #include "analysis/results_file.h"
 #include "analysis/study.h"
 #include "sim/cli/commands.h"
@@ -287,6 +288,9 @@ std::optional<SweepSetup> prepare_sweep(const std::vector<std::string>& args, st
     ("rank-timeout", po::value<double>()->default_value(600),
      "under MPI: seconds a rank may hold a batch (or take to start) without a word before the "
      "job ends as failed")
+    ("calibration", po::value<std::string>(),
+     "CAL.yaml from 'bubblesim calibrate', applied to every configuration that does not name "
+     "its own (a setting 'calibration')")
     ("progress", po::value<std::string>()->default_value("auto"),
      "on standard error: bar (redrawn), lines (one every 5 s), none; auto: bar on a terminal, "
      "else lines");
@@ -331,6 +335,15 @@ std::optional<SweepSetup> prepare_sweep(const std::vector<std::string>& args, st
 
   // Everything is checked before anything is simulated or written.
   setup.study = analysis::load_study(vm["study"].as<std::string>());
+  if (vm.count("calibration") != 0) {
+    const std::string cal = vm["calibration"].as<std::string>();
+    (void)analysis::load_calibration(cal);  // checked before anything runs
+    const std::string absolute = std::filesystem::absolute(cal).lexically_normal().string();
+    for (analysis::StudyConfiguration& c : setup.study.configurations) {
+      // "calibration" is the last of the canonical keys: appending keeps their order.
+      if (c.find("calibration") == nullptr) c.settings.push_back({"calibration", absolute, 0});
+    }
+  }
   for (const analysis::StudyConfiguration& c : setup.study.configurations) {
     const analysis::StudySetting& s = *c.find("schedule");
     try {

@@ -95,8 +95,8 @@ TEST(ProfileCli, ImportOutThenSimulateProfileGivesTheMediansAndTheClosedForm) {
 
   // p = the profile's 4 stages; with T_comm = 0 (--comm given overrides the profile's), 1F1B
   // takes (m + p - 1)(T_F + T_B + T_W).
-  const Outcome json =
-      run_cli({"simulate", "-s", "1f1b", "-m", "8", "--profile", h5, "--comm", "0", "--json"});
+  const Outcome json = run_cli({"simulate", "-s", "1f1b", "-m", "8", "--profile", h5,
+                                "--op-overhead", "0", "--comm", "0", "--json"});
   ASSERT_EQ(json.status, 0) << json.err;
   const rapidjson::Document doc = parse_json(json.out);
   EXPECT_EQ(doc["pp"].GetInt(), 4);
@@ -113,7 +113,8 @@ TEST(ProfileCli, ImportOutThenSimulateProfileGivesTheMediansAndTheClosedForm) {
 
   // With the profile's send/recv median as T_comm: the same as giving the medians by hand, for
   // every schedule compare runs.
-  const Outcome by_profile = run_cli({"compare", "-m", "8", "--profile", h5, "--json"});
+  const Outcome by_profile =
+      run_cli({"compare", "-m", "8", "--profile", h5, "--op-overhead", "0", "--json"});
   const Outcome by_hand = run_cli({"compare", "-p", "4", "-m", "8", "--f", "2", "--b", "1.5", "--w",
                                    "1", "--comm", "0.2", "--json"});
   ASSERT_EQ(by_profile.status, 0) << by_profile.err;
@@ -125,10 +126,72 @@ TEST(ProfileCli, ImportOutThenSimulateProfileGivesTheMediansAndTheClosedForm) {
   }
 
   // Explicit --f and --comm override the profile.
-  const Outcome overridden = run_cli(
-      {"simulate", "-s", "1f1b", "-m", "8", "--profile", h5, "--f", "3", "--comm", "0", "--json"});
+  const Outcome overridden = run_cli({"simulate", "-s", "1f1b", "-m", "8", "--profile", h5,
+                                      "--op-overhead", "0", "--f", "3", "--comm", "0", "--json"});
   ASSERT_EQ(overridden.status, 0) << overridden.err;
   EXPECT_DOUBLE_EQ(parse_json(overridden.out)["iteration_time_ms"].GetDouble(), 11 * 5.5);
+}
+
+// The synthetic trace launches each stage's kernels 200 us after the previous one ends (pp_trace:
+// ranges 200 us apart, the kernel 20 us into each), with no NCCL kernel in between: import
+// reports a gap of 0.2 ms per stage, and simulate --profile pays it before every pass. 1F1B at
+// p = 4, m = 8, comm 0: (m + p - 1) (F + o + BW + o) = 11 (2 + 2.5 + 0.4) ms.
+TEST(ProfileCli, MedianGapBetweenPassesIsTheOpOverhead) {
+  const std::string trace = pp_trace(4, 3, "FIW", varied_us, {100, 200, 300});
+  const std::string json = temp("gaps.json");
+  std::ofstream(json) << trace;
+  const Outcome imported = run_cli({"import", json});
+  ASSERT_EQ(imported.status, 0) << imported.err;
+  // Per stage: 8 gaps between its 9 passes, median 0.2 ms; no idle inside a one-kernel pass.
+  for (int s = 0; s < 4; ++s) {
+    EXPECT_NE(imported.out.find(fmt::format("{:>5}  {:>7} {:>14.3f}", s, 8, 0.2)),
+              std::string::npos)
+        << imported.out;
+  }
+  const std::string h5 = import("gaps", trace);
+  const Outcome o =
+      run_cli({"simulate", "-s", "1f1b", "-m", "8", "--profile", h5, "--comm", "0", "--json"});
+  ASSERT_EQ(o.status, 0) << o.err;
+  EXPECT_NEAR(parse_json(o.out)["iteration_time_ms"].GetDouble(), 11 * (2 + 2.5 + 0.4), 1e-9);
+  EXPECT_DOUBLE_EQ(parse_json(o.out)["op_overhead_f_ms"].GetDouble(), 0.2);
+  const Outcome table = run_cli({"simulate", "-s", "1f1b", "-m", "8", "--profile", h5});
+  EXPECT_NE(table.out.find("op overhead = 0.200 ms, the median GPU idle gap"), std::string::npos)
+      << table.out;
+  // An explicit --op-overhead wins.
+  const Outcome given = run_cli({"simulate", "-s", "1f1b", "-m", "8", "--profile", h5, "--comm",
+                                 "0", "--op-overhead", "0.5", "--json"});
+  EXPECT_NEAR(parse_json(given.out)["iteration_time_ms"].GetDouble(), 11 * (2 + 2.5 + 1.0), 1e-9);
+}
+
+// A simulated run has no overhead: its exported trace's gaps are all waits for an input (the
+// trace has no NCCL kernels to show them, but each input's producer ends after the gap starts).
+// None counts as overhead, so simulate --profile adds none.
+TEST(ProfileCli, WaitingForAnInputIsNoOverhead) {
+  const std::string json = temp("waits.json");
+  ASSERT_EQ(run_cli({"simulate", "-s", "1f1b", "-p", "4", "-m", "8", "--comm", "0.6",
+                     "--trace-json", json})
+                .status,
+            0);
+  const Outcome imported = run_cli({"import", json});
+  ASSERT_EQ(imported.status, 0) << imported.err;
+  // 1F1B waits on every stage but the first; passes run back to back otherwise (gap 0).
+  for (int s = 0; s < 4; ++s) {
+    EXPECT_NE(imported.out.find(fmt::format("{:>5}  ", s)), std::string::npos);
+  }
+  const std::string h5 = temp("waits.h5");
+  std::filesystem::remove(h5);
+  ASSERT_EQ(run_cli({"import", json, "--out", h5}).status, 0);
+  const traces::Profile profile = analysis::read_profile(h5);
+  EXPECT_EQ(traces::median_gap_ns(profile), 0);
+  std::size_t gaps = 0;
+  for (const traces::StageOverheads& o : traces::stage_overheads(profile)) {
+    gaps += o.gap.count;
+    EXPECT_EQ(o.gap.median_ms, 0) << "stage " << o.stage;
+  }
+  EXPECT_GT(gaps, 0u);
+  const Outcome o = run_cli({"simulate", "-s", "1f1b", "-m", "8", "--profile", h5, "--json"});
+  ASSERT_EQ(o.status, 0) << o.err;
+  EXPECT_FALSE(parse_json(o.out).HasMember("op_overhead_f_ms")) << o.out;
 }
 
 TEST(ProfileCli, FusedBackwardIsSplitOneToOneWithANote) {
@@ -209,8 +272,8 @@ TEST(ProfileCli, MonteCarloWithEqualSamplesHasNoSpread) {
 TEST(ProfileCli, MonteCarloIsReproducibleBySeed) {
   const std::string h5 = import("mc", pp_trace(4, 6, "FIW", varied_us, {200}));
   const auto json = [&](const std::string& seed) {
-    const Outcome o = run_cli({"simulate", "-s", "1f1b", "-m", "8", "--profile", h5, "--samples",
-                               "50", "--seed", seed, "--json"});
+    const Outcome o = run_cli({"simulate", "-s", "1f1b", "-m", "8", "--profile", h5,
+                               "--op-overhead", "0", "--samples", "50", "--seed", seed, "--json"});
     EXPECT_EQ(o.status, 0) << o.err;
     return o.out;
   };
@@ -230,8 +293,9 @@ TEST(ProfileCli, MonteCarloIsReproducibleBySeed) {
   EXPECT_GT(t["p99"].GetDouble(), 52.7);
 
   // Times given explicitly are not drawn: with all three given, no spread.
-  const Outcome fixed = run_cli({"simulate", "-s", "1f1b", "-m", "8", "--profile", h5, "--f", "2",
-                                 "--b", "1.5", "--w", "1", "--samples", "10", "--json"});
+  const Outcome fixed =
+      run_cli({"simulate", "-s", "1f1b", "-m", "8", "--profile", h5, "--op-overhead", "0", "--f",
+               "2", "--b", "1.5", "--w", "1", "--samples", "10", "--json"});
   ASSERT_EQ(fixed.status, 0) << fixed.err;
   const rapidjson::Document f = parse_json(fixed.out);
   EXPECT_DOUBLE_EQ(f["monte_carlo"]["iteration_time_ms"]["p50"].GetDouble(), 52.7);
