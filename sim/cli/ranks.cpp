@@ -57,8 +57,8 @@ std::unique_ptr<Ranks> make_ranks() {
 #ifdef BUBBLESIM_HAVE_MPI
   std::unique_ptr<Ranks> ranks = make_mpi_ranks();
   if (ranks->size() != tasks) {
-    throw InvalidArgument("started as one of " + std::to_string(tasks) +
-                          " tasks, but MPI sees " + std::to_string(ranks->size()) +
+    throw InvalidArgument("started as one of " + std::to_string(tasks) + " tasks, but MPI sees " +
+                          std::to_string(ranks->size()) +
                           " rank(s): under Slurm, give srun --mpi=pmix (or pmi2)");
   }
   return ranks;

@@ -41,8 +41,8 @@ class MpiRanks : public Ranks {
   std::string host() const override { return host_; }
 
   void send(int to, int tag, const std::string& bytes) override {
-    const int rc = MPI_Send(bytes.data(), static_cast<int>(bytes.size()), MPI_BYTE, to, tag,
-                            MPI_COMM_WORLD);
+    const int rc =
+        MPI_Send(bytes.data(), static_cast<int>(bytes.size()), MPI_BYTE, to, tag, MPI_COMM_WORLD);
     if (rc != MPI_SUCCESS) {
       throw Error("MPI: cannot send to rank " + std::to_string(to) + ": " + mpi_error_text(rc));
     }
@@ -65,8 +65,8 @@ class MpiRanks : public Ranks {
         rc = MPI_Recv(message.bytes.data(), count, MPI_BYTE, status.MPI_SOURCE, status.MPI_TAG,
                       MPI_COMM_WORLD, MPI_STATUS_IGNORE);
         if (rc != MPI_SUCCESS) {
-          throw Error("MPI: cannot receive from rank " + std::to_string(status.MPI_SOURCE) +
-                      ": " + mpi_error_text(rc));
+          throw Error("MPI: cannot receive from rank " + std::to_string(status.MPI_SOURCE) + ": " +
+                      mpi_error_text(rc));
         }
         return message;
       }

@@ -32,7 +32,10 @@ enum Tag : int {
   kError = 8,
 };
 
-// How long a waiting worker sleeps between looks for rank 0's answer (it polls: see ranks.h).
+// After a stop signal, how long rank 0 waits for the batches under way.
+constexpr double kStopGraceSeconds = 10;
+
+// A worker waits for rank 0's answer without limit (rank 0 ends the job if it must).
 constexpr Seconds kForever{3600.0 * 24 * 365};
 
 // The next message from rank 0 (a worker only ever hears from rank 0).
@@ -108,7 +111,9 @@ std::vector<int> start_workers(Ranks& ranks, const std::string& fingerprint, int
   }
   if (!failure.empty()) {
     // Every worker waits for go or quit (a failed one too); reports still unread are dropped.
-    quit_workers(ranks, 2);
+    // Workers end with 0 so that mpirun does not end the job before rank 0 has said why; the
+    // job's status is rank 0's.
+    quit_workers(ranks, 0);
     throw InvalidArgument(failure);
   }
   for (int rank = 1; rank < ranks.size(); ++rank)
@@ -116,12 +121,11 @@ std::vector<int> start_workers(Ranks& ranks, const std::string& fingerprint, int
   return threads;
 }
 
-SpreadOutcome coordinate(Ranks& ranks, const std::vector<std::size_t>& items,
-                         const EvaluateBatch& local,
-                         const std::function<void(const std::vector<std::size_t>& batch,
-                                                  const std::string& results)>& accept,
-                         const std::function<void(std::size_t done)>& tick,
-                         const SpreadOptions& options) {
+SpreadOutcome coordinate(
+    Ranks& ranks, const std::vector<std::size_t>& items, const EvaluateBatch& local,
+    const std::function<void(const std::vector<std::size_t>& batch, const std::string& results)>&
+        accept,
+    const std::function<void(std::size_t done)>& tick, const SpreadOptions& options) {
   struct Holder {
     std::vector<std::size_t> batch;  // under way (empty: none)
     Clock::time_point since;
@@ -133,8 +137,7 @@ SpreadOutcome coordinate(Ranks& ranks, const std::vector<std::size_t>& items,
   const auto n_ranks = static_cast<std::size_t>(ranks.size());
   std::vector<Holder> holders(n_ranks);
   for (std::size_t rank = 0; rank < n_ranks; ++rank) {
-    holders[rank].threads =
-        rank < options.threads.size() ? std::max(1, options.threads[rank]) : 1;
+    holders[rank].threads = rank < options.threads.size() ? std::max(1, options.threads[rank]) : 1;
   }
   SpreadOutcome outcome;
   std::size_t next = 0;
@@ -163,9 +166,11 @@ SpreadOutcome coordinate(Ranks& ranks, const std::vector<std::size_t>& items,
 
   Holder& own = holders[0];
   std::future<std::string> own_results;
+  std::optional<Clock::time_point> stop_since;
   for (;;) {
     if (outcome.stop_signal == 0) outcome.stop_signal = StopSignals::stop_signal();
     const bool stopping = outcome.stop_signal != 0;
+    if (stopping && !stop_since) stop_since = Clock::now();
     if (!own.batch.empty() &&
         own_results.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
       finish(own, own_results.get());
@@ -173,9 +178,8 @@ SpreadOutcome coordinate(Ranks& ranks, const std::vector<std::size_t>& items,
     if (own.batch.empty() && !stopping) {
       take(own);
       if (!own.batch.empty()) {
-        own_results = std::async(std::launch::async, [&local, batch = own.batch] {
-          return local(batch);
-        });
+        own_results =
+            std::async(std::launch::async, [&local, batch = own.batch] { return local(batch); });
       }
     }
 
@@ -214,6 +218,15 @@ SpreadOutcome coordinate(Ranks& ranks, const std::vector<std::size_t>& items,
     for (std::size_t rank = 1; rank < n_ranks; ++rank) {
       const Holder& h = holders[rank];
       all_finished = all_finished && h.finished;
+      // After a signal, a rank gets a grace of kStopGraceSeconds to return its batch: under
+      // mpirun the signal may come from a rank that died.
+      if (!h.batch.empty() && stop_since &&
+          Seconds(now - *stop_since).count() > kStopGraceSeconds) {
+        throw Error(fmt::format("stopped by {}, and {} did not return its batch within {:.0f} s",
+                                StopSignals::name(outcome.stop_signal),
+                                who(static_cast<int>(rank), h.host.empty() ? "?" : h.host),
+                                kStopGraceSeconds));
+      }
       if (!h.batch.empty() && Seconds(now - h.since).count() > options.rank_timeout_s) {
         throw Error(fmt::format(
             "{} sent nothing for {:.0f} s, holding {} items since: it died or hangs (see "

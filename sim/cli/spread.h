@@ -31,22 +31,24 @@ int report_ready(Ranks& ranks, const std::string& error, const std::string& fing
                  int threads);
 
 // Rank 0, when it will not start the work (its own preparation failed, or --help): tells every
-// worker to end with `status`.
+// worker to end with `status`. Give 0 even after a failure: mpirun ends the whole job when a
+// rank exits with another status, maybe before rank 0 has printed why; the job's status is
+// rank 0's.
 void quit_workers(Ranks& ranks, int status);
 
 // Rank 0, once its own preparation is over: waits (at most `timeout_s`) for every worker's
 // report and says go. Returns the threads of each rank (index = rank; `own_threads` for rank 0).
 // When a worker failed, read other inputs (another fingerprint) or did not report in time,
-// tells every worker to end with status 2 and throws InvalidArgument "rank R on HOST: why".
+// tells every worker to end (status 0) and throws InvalidArgument "rank R on HOST: why".
 std::vector<int> start_workers(Ranks& ranks, const std::string& fingerprint, int own_threads,
                                double timeout_s);
 
 // Work ---------------------------------------------------------------------------------------
 
 struct SpreadOptions {
-  double rank_timeout_s = 600;    // a rank holding a batch this long without a word is lost
-  double batch_seconds = 0.25;    // a batch is about this much work for the rank that asks
-  std::vector<int> threads;       // of each rank (start_workers)
+  double rank_timeout_s = 600;  // a rank holding a batch this long without a word is lost
+  double batch_seconds = 0.25;  // a batch is about this much work for the rank that asks
+  std::vector<int> threads;     // of each rank (start_workers)
 };
 
 struct SpreadOutcome {
@@ -61,12 +63,11 @@ struct SpreadOutcome {
 // writes). Throws Error "rank R on HOST: ..." when a worker fails or holds a batch beyond the
 // timeout: the workers are then left waiting and the caller, after saving what it has, ends
 // the job with Ranks::abort.
-SpreadOutcome coordinate(Ranks& ranks, const std::vector<std::size_t>& items,
-                         const EvaluateBatch& local,
-                         const std::function<void(const std::vector<std::size_t>& batch,
-                                                  const std::string& results)>& accept,
-                         const std::function<void(std::size_t done)>& tick,
-                         const SpreadOptions& options);
+SpreadOutcome coordinate(
+    Ranks& ranks, const std::vector<std::size_t>& items, const EvaluateBatch& local,
+    const std::function<void(const std::vector<std::size_t>& batch, const std::string& results)>&
+        accept,
+    const std::function<void(std::size_t done)>& tick, const SpreadOptions& options);
 
 // A worker: asks rank 0 for batches and evaluates them with `evaluate` until told to stop.
 // After a stop signal of its own it returns its batch's results and leaves. Returns 0, or 1

@@ -172,7 +172,6 @@ std::vector<analysis::RunRecord> best_runs(
   return records;
 }
 
-
 // --shard K/N: the configurations whose index is K-1 modulo N (interleaved, so that every
 // shard gets a fair share of each axis's costly end). n = 0: the whole study.
 struct Shard {
@@ -188,8 +187,10 @@ Shard parse_shard(const std::string& text) {
   std::istringstream in(text);
   if (!(in >> shard.k >> slash >> shard.n) || slash != '/' || !in.eof() || shard.n < 1 ||
       shard.n > 1'000'000 || shard.k < 1 || shard.k > shard.n) {
-    throw InvalidArgument("option --shard: expected K/N with 1 <= K <= N (the K-th of N parts), "
-                          "got '" + text + "'");
+    throw InvalidArgument(
+        "option --shard: expected K/N with 1 <= K <= N (the K-th of N parts), "
+        "got '" +
+        text + "'");
   }
   return shard;
 }
@@ -201,8 +202,8 @@ void write_row(WireWriter& w, const analysis::SweepRow& row) {
   w.number(row.pp);
   w.number(row.microbatches);
   w.number(row.chunks);
-  for (const double x : {row.f_ms, row.b_ms, row.w_ms, row.comm_ms, row.m_b, row.m_w,
-                         row.mem_limit}) {
+  for (const double x :
+       {row.f_ms, row.b_ms, row.w_ms, row.comm_ms, row.m_b, row.m_w, row.mem_limit}) {
     w.number(x);
   }
   w.text(row.model);
@@ -227,8 +228,8 @@ analysis::SweepRow read_row(WireReader& r) {
   row.pp = r.number<std::int32_t>();
   row.microbatches = r.number<std::int32_t>();
   row.chunks = r.number<std::int32_t>();
-  for (double* x : {&row.f_ms, &row.b_ms, &row.w_ms, &row.comm_ms, &row.m_b, &row.m_w,
-                    &row.mem_limit}) {
+  for (double* x :
+       {&row.f_ms, &row.b_ms, &row.w_ms, &row.comm_ms, &row.m_b, &row.m_w, &row.mem_limit}) {
     *x = r.number<double>();
   }
   row.model = r.text();
@@ -355,8 +356,8 @@ std::string simulate_batch(const std::vector<std::size_t>& items, const analysis
                       [&](const tbb::blocked_range<std::size_t>& range) {
                         for (std::size_t k = range.begin(); k != range.end(); ++k) {
                           batch[k] = simulate_configuration(study.configurations[items[k]],
-                                                            static_cast<int>(items[k]),
-                                                            run_options, registry);
+                                                            static_cast<int>(items[k]), run_options,
+                                                            registry);
                         }
                       });
   });
@@ -446,15 +447,15 @@ int cmd_sweep(const std::vector<std::string>& args, const std::string& command_l
       stopped_by_limit = true;
     }
   } catch (...) {
-    if (distributed) quit_workers(*ranks, 2);
+    if (distributed) quit_workers(*ranks, 0);  // the job's status is rank 0's (spread.h)
     throw;
   }
   const SweepSetup& setup = *prepared;
   const std::size_t total = setup.study.configurations.size();
 
   const analysis::WriterInfo writer{BUBBLESIM_VERSION, command_line};
-  const analysis::SweepInfo info{setup.fingerprint, static_cast<std::int32_t>(total),
-                                 setup.shard.k, setup.shard.n};
+  const analysis::SweepInfo info{setup.fingerprint, static_cast<std::int32_t>(total), setup.shard.k,
+                                 setup.shard.n};
   const auto write = [&] {
     std::vector<analysis::SweepRow> table;
     for (const std::optional<analysis::SweepRow>& row : rows) {
@@ -507,6 +508,7 @@ int cmd_sweep(const std::vector<std::string>& args, const std::string& command_l
     }
     if (stop_signal == 0) stop_signal = StopSignals::stop_signal();
   } else {
+    bool saved_at_signal = false;
     SpreadOptions options;
     options.rank_timeout_s = setup.rank_timeout_s;
     options.threads =
@@ -529,6 +531,13 @@ int cmd_sweep(const std::vector<std::string>& args, const std::string& command_l
           [&](std::size_t done) {
             done_now = done;
             progress.update(done_now);
+            // At a signal, the rows so far are saved at once: mpirun sends SIGTERM when a rank
+            // died, and kills the job soon after, before the batches under way come back.
+            if (!saved_at_signal && StopSignals::stop_signal() != 0) {
+              write();
+              last_write = Clock::now();
+              saved_at_signal = true;
+            }
             write_now_and_then();
           },
           options);
@@ -562,20 +571,22 @@ int cmd_sweep(const std::vector<std::string>& args, const std::string& command_l
   for (std::size_t i = 0; i < total; ++i)
     failed += rows[i] && setup.shard.has(i) && rows[i]->status != "ok";
   const std::size_t present = count_present();
-  fmt::print(out,
-             "{}: /sweep/table holds {} of {} configurations{} ({} simulated now{}, {} from the "
-             "file; {} failed, see their 'error')\n",
-             setup.out_path, present, in_shard,
-             setup.shard.n == 0
-                 ? ""
-                 : fmt::format(" of shard {}/{} (the study has {})", setup.shard.k,
-                               setup.shard.n, total),
-             done_now, distributed ? fmt::format(" by {} ranks", ranks->size()) : "",
-             done_before, failed);
+  // Under mpirun a signal tears down the forwarding of standard output before the ranks end:
+  // the summary of a stopped job goes to standard error, flushed at once.
+  std::ostream& summary = distributed && stop_signal != 0 ? err : out;
+  fmt::print(
+      summary,
+      "{}: /sweep/table holds {} of {} configurations{} ({} simulated now{}, {} from the "
+      "file; {} failed, see their 'error')\n",
+      setup.out_path, present, in_shard,
+      setup.shard.n == 0
+          ? ""
+          : fmt::format(" of shard {}/{} (the study has {})", setup.shard.k, setup.shard.n, total),
+      done_now, distributed ? fmt::format(" by {} ranks", ranks->size()) : "", done_before, failed);
   if (stop_signal != 0 || stopped_by_limit) {
-    fmt::print(out, "stopped by {}: rerun the same command to simulate the {} left\n",
-               stop_signal != 0 ? StopSignals::name(stop_signal) : "--limit",
-               in_shard - present);
+    fmt::print(summary, "stopped by {}: rerun the same command to simulate the {} left\n",
+               stop_signal != 0 ? StopSignals::name(stop_signal) : "--limit", in_shard - present);
+    summary.flush();
     return stop_signal != 0 ? 128 + stop_signal : 0;
   }
   if (setup.keep_best > 0) {
