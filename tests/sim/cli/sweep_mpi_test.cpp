@@ -1,6 +1,7 @@
 // Studies split over processes: `sweep --shard K/N` + `bubblesim merge`, and `mpirun -n N
-// bubblesim sweep` (tests that need MPI are skipped with a message where it is not built). Every
-// split run is checked against the single-process table of the same study, row for row.
+// bubblesim sweep` and `advise` (tests that need MPI are skipped with a message where it is not
+// built). Every split run is checked against the single-process table of the same study, row for
+// row.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <poll.h>
@@ -390,7 +391,7 @@ TEST_F(SweepSplitTest, SilentRankEndsTheJobKeepingTheFinishedRows) {
   const std::string out = path("heavy.h5");
   pid_t stopped_rank = -1;
   const Job job = run_mpi(
-      3, {"sweep", study, "--out", out, "-j", "1", "--progress", "bar", "--rank-timeout", "1"},
+      3, {"sweep", study, "--out", out, "-j", "1", "--progress", "bar", "--rank-timeout", "3"},
       [&](const std::string& err, pid_t pid) {
         if (stopped_rank < 0 && progress_done(err) > 0) {
           stopped_rank = rank_pid(pid, 1);
@@ -420,6 +421,31 @@ TEST_F(SweepSplitTest, BadStudyUnderMpiIsOneLineFromRankZero) {
                                                            << job.err;
   EXPECT_EQ(job.err.find("bubblesim sweep: error:", at + 1), std::string::npos) << job.err;
   EXPECT_FALSE(std::filesystem::exists(path("bad.h5")));
+}
+
+TEST_F(SweepSplitTest, AdviseUnderMpiPrintsTheSingleProcessRanking) {
+  REQUIRE_MPI();
+  const std::vector<std::string> args = {"advise",
+                                         "--model",
+                                         BUBBLESIM_SOURCE_DIR "/models/examples/gpt-1.5b.yaml",
+                                         "--gpus",
+                                         "8",
+                                         "--microbatch-sizes",
+                                         "1,2,4",
+                                         "--chunks",
+                                         "1,2",
+                                         "--schedules",
+                                         "1f1b,zb-h1,zb-v,1f1b-i,gpipe",
+                                         "--progress",
+                                         "none"};
+  const Outcome single = run_cli(args);
+  ASSERT_EQ(single.status, 0) << single.err;
+  ASSERT_NE(single.out.find("66 configurations: 41 fit"), std::string::npos) << single.out;
+  std::vector<std::string> per_rank = args;
+  per_rank.insert(per_rank.end(), {"-j", "1"});
+  const Job job = run_mpi(3, per_rank);
+  ASSERT_EQ(job.status, 0) << job.err;
+  EXPECT_EQ(job.out, single.out);
 }
 
 }  // namespace
