@@ -27,7 +27,7 @@ class Ranks {
   // Sends `bytes` to rank `to` (not this one). Throws Error when the job's communication fails.
   virtual void send(int to, int tag, const std::string& bytes) = 0;
   // The next message from any rank, or nothing after `timeout` without one. Waits by polling
-  // with short sleeps, so a waiting rank leaves its cores to the simulations.
+  // with sleeps of up to 1 ms, so a waiting rank leaves its cores to the simulations.
   virtual std::optional<RankMessage> receive(std::chrono::duration<double> timeout) = 0;
   // Ends every rank of the job at once with `status`, for a failure that leaves ranks waiting
   // for each other; does nothing on a single process.

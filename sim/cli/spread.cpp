@@ -3,10 +3,14 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
-#include <future>
+#include <deque>
+#include <exception>
+#include <mutex>
 #include <optional>
+#include <thread>
 
 #include "sim/cli/stop_signals.h"
 #include "sim/cli/wire.h"
@@ -140,8 +144,11 @@ SpreadOutcome coordinate(
     holders[rank].threads = rank < options.threads.size() ? std::max(1, options.threads[rank]) : 1;
   }
   SpreadOutcome outcome;
+  // Rank 0's own batches run on a thread of their own that takes its next batch itself, so that
+  // its cores never wait for this thread; `mutex` guards `next` and what that thread hands back.
+  std::mutex mutex;
   std::size_t next = 0;
-  const auto take = [&](Holder& h) {
+  const auto take = [&](Holder& h) {  // with `mutex` held
     const std::size_t left = items.size() - next;
     if (left == 0) return;
     const auto threads = static_cast<std::size_t>(h.threads);
@@ -156,34 +163,74 @@ SpreadOutcome coordinate(
     next += n;
     h.since = Clock::now();
   };
-  const auto finish = [&](Holder& h, const std::string& results) {
-    accept(h.batch, results);
-    outcome.done += h.batch.size();
+  const auto measure = [&](Holder& h) {
     const double s = Seconds(Clock::now() - h.since).count();
     if (s > 0) h.items_per_s = static_cast<double>(h.batch.size()) / s;
-    h.batch.clear();
   };
 
+  struct OwnResults {
+    std::vector<std::size_t> batch;
+    std::string results;
+    std::exception_ptr error;
+  };
+  std::deque<OwnResults> own_done;  // with `mutex`
+  std::atomic<bool> own_stop{false}, own_finished{false};
   Holder& own = holders[0];
-  std::future<std::string> own_results;
+  std::thread own_thread([&] {
+    for (;;) {
+      OwnResults r;
+      {
+        const std::lock_guard<std::mutex> lock(mutex);
+        if (!own_stop.load()) take(own);
+        r.batch = own.batch;
+      }
+      if (r.batch.empty()) break;
+      try {
+        r.results = local(r.batch);
+      } catch (...) {
+        r.error = std::current_exception();
+      }
+      const bool failed = r.error != nullptr;
+      {
+        const std::lock_guard<std::mutex> lock(mutex);
+        measure(own);
+        own.batch.clear();
+        own_done.push_back(std::move(r));
+      }
+      if (failed) break;
+    }
+    own_finished.store(true);
+  });
+  // Whatever happens here, the thread is stopped after its batch and joined.
+  struct Join {
+    std::atomic<bool>& stop;
+    std::thread& thread;
+    ~Join() {
+      stop.store(true);
+      thread.join();
+    }
+  } join{own_stop, own_thread};
+
   std::optional<Clock::time_point> stop_since;
   for (;;) {
     if (outcome.stop_signal == 0) outcome.stop_signal = StopSignals::stop_signal();
     const bool stopping = outcome.stop_signal != 0;
-    if (stopping && !stop_since) stop_since = Clock::now();
-    if (!own.batch.empty() &&
-        own_results.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
-      finish(own, own_results.get());
+    if (stopping && !stop_since) {
+      stop_since = Clock::now();
+      own_stop.store(true);
     }
-    if (own.batch.empty() && !stopping) {
-      take(own);
-      if (!own.batch.empty()) {
-        own_results =
-            std::async(std::launch::async, [&local, batch = own.batch] { return local(batch); });
-      }
+    std::deque<OwnResults> own_results;
+    {
+      const std::lock_guard<std::mutex> lock(mutex);
+      own_results.swap(own_done);
+    }
+    for (OwnResults& r : own_results) {
+      if (r.error) std::rethrow_exception(r.error);
+      accept(r.batch, r.results);
+      outcome.done += r.batch.size();
     }
 
-    if (std::optional<RankMessage> m = ranks.receive(std::chrono::milliseconds(1))) {
+    if (std::optional<RankMessage> m = ranks.receive(std::chrono::milliseconds(10))) {
       Holder& h = holders[static_cast<std::size_t>(m->from)];
       WireReader r(m->bytes);
       if (m->tag == kError) {
@@ -194,11 +241,19 @@ SpreadOutcome coordinate(
       h.host = r.text();
       const bool leaving = r.number<std::uint8_t>() != 0;
       const std::string results = r.text();
-      if (!h.batch.empty()) finish(h, results);
+      if (!h.batch.empty()) {
+        accept(h.batch, results);
+        outcome.done += h.batch.size();
+        measure(h);
+        h.batch.clear();
+      }
       if (leaving) {
         h.finished = true;
       } else {
-        if (!stopping) take(h);
+        if (!stopping) {
+          const std::lock_guard<std::mutex> lock(mutex);
+          take(h);
+        }
         if (h.batch.empty()) {
           ranks.send(m->from, kStop, "");
           h.finished = true;
@@ -214,28 +269,30 @@ SpreadOutcome coordinate(
     if (tick) tick(outcome.done);
 
     const auto now = Clock::now();
-    bool all_finished = own.batch.empty();
+    bool all_finished = own_finished.load();
+    {
+      const std::lock_guard<std::mutex> lock(mutex);
+      all_finished = all_finished && own_done.empty() && (stopping || next == items.size());
+    }
     for (std::size_t rank = 1; rank < n_ranks; ++rank) {
       const Holder& h = holders[rank];
       all_finished = all_finished && h.finished;
+      const std::string name = who(static_cast<int>(rank), h.host.empty() ? "?" : h.host);
       // After a signal, a rank gets a grace of kStopGraceSeconds to return its batch: under
       // mpirun the signal may come from a rank that died.
       if (!h.batch.empty() && stop_since &&
           Seconds(now - *stop_since).count() > kStopGraceSeconds) {
         throw Error(fmt::format("stopped by {}, and {} did not return its batch within {:.0f} s",
-                                StopSignals::name(outcome.stop_signal),
-                                who(static_cast<int>(rank), h.host.empty() ? "?" : h.host),
-                                kStopGraceSeconds));
+                                StopSignals::name(outcome.stop_signal), name, kStopGraceSeconds));
       }
       if (!h.batch.empty() && Seconds(now - h.since).count() > options.rank_timeout_s) {
         throw Error(fmt::format(
             "{} sent nothing for {:.0f} s, holding {} items since: it died or hangs (see "
             "--rank-timeout)",
-            who(static_cast<int>(rank), h.host.empty() ? "?" : h.host),
-            Seconds(now - h.since).count(), h.batch.size()));
+            name, Seconds(now - h.since).count(), h.batch.size()));
       }
     }
-    if (all_finished && (stopping || next == items.size())) break;
+    if (all_finished) break;
   }
   return outcome;
 }
