@@ -36,8 +36,12 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Rows are written at least this often while the sweep runs (and when it stops).
+// Rows are written every 5 s while the sweep runs (and when it stops), or, once the table is
+// large, after kWriteCostFactor times as long as the last write took: each write rewrites the
+// whole table (atomic writer), and must not take more than ~5% of the run (a million rows take
+// seconds to write).
 constexpr double kWriteEverySeconds = 5;
+constexpr double kWriteCostFactor = 20;
 
 // The table's inputs of a configuration as the study gives them, for a row whose run failed
 // before its inputs were read.
@@ -477,10 +481,15 @@ int cmd_sweep(const std::vector<std::string>& args, const std::string& command_l
   Progress progress(err, setup.mode, "bubblesim sweep", "configurations", in_shard, done_before);
   std::size_t done_now = 0;
   auto last_write = Clock::now();
+  double write_every_s = kWriteEverySeconds;
   const auto write_now_and_then = [&] {
-    if (std::chrono::duration<double>(Clock::now() - last_write).count() >= kWriteEverySeconds) {
+    if (std::chrono::duration<double>(Clock::now() - last_write).count() >= write_every_s) {
+      const auto start = Clock::now();
       write();
       last_write = Clock::now();
+      write_every_s = std::max(kWriteEverySeconds,
+                               kWriteCostFactor *
+                                   std::chrono::duration<double>(last_write - start).count());
     }
   };
   int stop_signal = 0;
