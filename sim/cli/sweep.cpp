@@ -487,9 +487,9 @@ int cmd_sweep(const std::vector<std::string>& args, const std::string& command_l
       const auto start = Clock::now();
       write();
       last_write = Clock::now();
-      write_every_s = std::max(kWriteEverySeconds,
-                               kWriteCostFactor *
-                                   std::chrono::duration<double>(last_write - start).count());
+      write_every_s =
+          std::max(kWriteEverySeconds,
+                   kWriteCostFactor * std::chrono::duration<double>(last_write - start).count());
     }
   };
   int stop_signal = 0;
