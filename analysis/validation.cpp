@@ -171,7 +171,7 @@ Input v_input(const CsvRow& row, const std::string& family, const char* suffix, 
   return in;
 }
 
-ValidationRow run_input(const Input& in, const sim::ScheduleRegistry& registry) {
+ValidationRow run_input(const Input& in, const sim::ScheduleRegistry& registry, bool improve) {
   const sim::PerDeviceCostModel costs(in.devices, in.chunks);
   sim::ScheduleParams params;
   params.pp = in.pp;
@@ -179,6 +179,7 @@ ValidationRow run_input(const Input& in, const sim::ScheduleRegistry& registry) 
   params.chunks = in.chunks;
   params.costs = &costs;
   params.mem_limit = in.mem_limit;
+  params.improve = improve;
   const sim::Schedule schedule = registry.get(in.family).generate(params);
   const sim::Metrics metrics = sim::simulate(schedule, costs).metrics;
 
@@ -206,7 +207,7 @@ ValidationRow run_input(const Input& in, const sim::ScheduleRegistry& registry) 
 
 std::vector<ValidationRow> run_reference_sets(
     const std::filesystem::path& dir, const sim::ScheduleRegistry& registry,
-    const std::function<void(std::size_t, std::size_t)>& progress) {
+    const std::function<void(std::size_t, std::size_t)>& progress, bool improve) {
   std::vector<Input> inputs;
   for_each_row(dir / "zb_auto_visible.csv",
                [&](const CsvRow& row) { inputs.push_back(zb_auto_input(row)); });
@@ -223,7 +224,7 @@ std::vector<ValidationRow> run_reference_sets(
   });
   std::vector<ValidationRow> rows;
   for (const Input& in : inputs) {
-    rows.push_back(run_input(in, registry));
+    rows.push_back(run_input(in, registry, improve));
     if (progress) progress(rows.size(), inputs.size());
   }
   return rows;

@@ -46,11 +46,12 @@ struct FamilySummary {
 };
 
 // Runs every row of the three files in `dir` with the generators of `registry`, in file
-// order. `progress` (may be empty) is called after each row with (done, total). Throws
-// InputError naming the file and line for a malformed file or a missing one.
+// order, with the schedule improver or without (`improve`, ScheduleParams::improve).
+// `progress` (may be empty) is called after each row with (done, total). Throws InputError
+// naming the file and line for a malformed file or a missing one.
 std::vector<ValidationRow> run_reference_sets(
     const std::filesystem::path& dir, const sim::ScheduleRegistry& registry,
-    const std::function<void(std::size_t, std::size_t)>& progress = {});
+    const std::function<void(std::size_t, std::size_t)>& progress = {}, bool improve = true);
 
 // One summary per family, in the order the families first appear in `rows`.
 std::vector<FamilySummary> summarize(const std::vector<ValidationRow>& rows);

@@ -24,12 +24,14 @@ PerDeviceCostModel::PerDeviceCostModel(std::vector<DeviceCosts> devices, int chu
   for (const DeviceCosts& c : devices_) {
     BUBBLESIM_CHECK(c.f_ns >= 0 && c.b_ns >= 0 && c.w_ns >= 0 && c.comm_ns >= 0,
                     "negative duration");
+    const OpOverheads& o = c.overheads;
+    BUBBLESIM_CHECK(o.f_ns >= 0 && o.b_ns >= 0 && o.w_ns >= 0, "negative overhead");
     BUBBLESIM_CHECK(c.overlap_efficiency >= 0 && c.overlap_efficiency <= 1,
                     "overlap efficiency out of [0, 1]");
     const TimeNs f = chunk_ns(c.f_ns), b = chunk_ns(c.b_ns), w = chunk_ns(c.w_ns);
     const double m_b = c.m_b / static_cast<double>(v), m_w = c.m_w / static_cast<double>(v);
     // Indexed by OpKind: F, B, W, BW.
-    durations_.insert(durations_.end(), {f, b, w, b + w});
+    durations_.insert(durations_.end(), {f + o.f_ns, b + o.b_ns, w + o.w_ns, b + w + o.b_ns});
     deltas_.insert(deltas_.end(), {m_b, m_w - m_b, -m_w, -m_b});
   }
 }

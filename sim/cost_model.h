@@ -49,6 +49,30 @@ class CostModel {
 // GPU); e = 1: the shorter pass is hidden entirely. Precondition: 0 <= e <= 1.
 TimeNs overlapped_pair_ns(TimeNs a_ns, TimeNs b_ns, double efficiency);
 
+// A fixed cost before every pass on a device: kernel launch and host time between passes,
+// in ns, each >= 0. It does not shrink with the chunk (a chunk pass pays all of it). A fused
+// BW is one pass and pays b_ns. All 0 (the default) leaves every duration as it was.
+struct OpOverheads {
+  TimeNs f_ns = 0;
+  TimeNs b_ns = 0;
+  TimeNs w_ns = 0;
+  friend bool operator==(const OpOverheads&, const OpOverheads&) = default;
+};
+
+// The overhead that a pass of `kind` pays.
+inline TimeNs overhead_ns(const OpOverheads& o, OpKind kind) {
+  switch (kind) {
+    case OpKind::F:
+      return o.f_ns;
+    case OpKind::W:
+      return o.w_ns;
+    case OpKind::B:
+    case OpKind::BW:
+      return o.b_ns;
+  }
+  return 0;
+}
+
 // The costs of one device for one microbatch of its share of the model.
 struct DeviceCosts {
   TimeNs f_ns = 0;                // forward
@@ -59,12 +83,14 @@ struct DeviceCosts {
   double m_w = 0.5;               // memory B keeps for W (M_W)
   double overlap_efficiency = 0;  // e of overlapped_pair_ns for this device's F&B pairs, 0..1
   double comm_bytes = 0;          // bytes of one hop sent by this device, when a network times it
+  OpOverheads overheads = {};     // added to every pass's duration, whole (not split by chunk)
 };
 
 // Costs given per device: a list with one DeviceCosts per device, or one value for all.
 // The entry describes the device's whole share of the model; with `chunks_per_device` = v
 // chunks on a device (DESIGN.md §4), each chunk pass takes 1/v of the time (rounded to the
-// nanosecond) and allocates or frees 1/v of the memory.
+// nanosecond) and allocates or frees 1/v of the memory; every pass then pays the device's
+// OpOverheads whole.
 class PerDeviceCostModel final : public CostModel {
  public:
   explicit PerDeviceCostModel(std::vector<DeviceCosts> devices, int chunks_per_device = 1);

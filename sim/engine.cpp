@@ -23,12 +23,14 @@ template <bool kWatched, bool kPlain>
 class Run {
  public:
   Run(const Schedule& schedule, const CostModel& costs,
-      const std::vector<EngineObserver*>& observers, InputRule rule)
+      const std::vector<EngineObserver*>& observers, InputRule rule, P2pMode p2p)
       : s_(schedule),
         costs_(costs),
         observers_(observers),
+        blocking_(p2p == P2pMode::Blocking),
         slots_(schedule.num_stages(), schedule.num_microbatches),
         ready_ns_(slots_.size(), kNever),
+        recv_ns_(blocking_ ? slots_.size() : 0, 0),
         devices_(static_cast<std::size_t>(schedule.num_devices())),
         events_(kWatched ? devices_.size() : 0) {
     // The forwards of each route's first stage have no input: ready from the start.
@@ -72,7 +74,17 @@ class Run {
       while (events_.next_time() != kNever) {
         const std::size_t d = events_.next_device();
         const TimeNs now = events_.next_time();
-        if (devices_[d].busy) finish(d, now);
+        Device& dev = devices_[d];
+        if (dev.busy) {
+          finish(d, now);
+          if (dev.hold_ns > 0) [[unlikely]] {
+            // P2pMode::Blocking: the device sends the step's outputs before it is free.
+            events_.set(d, now + dev.hold_ns);
+            dev.hold_ns = 0;
+            wake_waiting(now);
+            continue;
+          }
+        }
         schedule_next(d, now);  // the device is idle now: start or wait for its next op
         wake_waiting(now);
       }
@@ -146,8 +158,10 @@ class Run {
     bool paired = false;       // *next and next[1] are an overlapped pair: one compute slot
     bool next_paired = false;  // the same for the step after it, once *next has started
     std::size_t waiting_for = kNoSlot;  // idle until the input in this slot is published
-    Slots slots;                        // of *next, the op to start or running
-    Slots next_slots;                   // of the op after this step, once *next has started
+    TimeNs hold_ns = 0;     // watched, P2pMode::Blocking: sending after the running step
+    bool received = false;  // watched, P2pMode::Blocking: the next step's receive is done
+    Slots slots;            // of *next, the op to start or running
+    Slots next_slots;       // of the op after this step, once *next has started
   };
 
   // When the inputs of device d's next step (its next op, or its next overlapped pair, whose
@@ -209,8 +223,40 @@ class Run {
       events_.set(d, ready);
       return;
     }
+    if (blocking_) [[unlikely]] {
+      if (!dev.received) {
+        const TimeNs recv = receive_ns(dev, second);
+        if (recv > 0) {  // the device receives the step's input first, then wakes up
+          dev.received = true;
+          events_.set(d, now + recv);
+          return;
+        }
+      }
+      dev.received = false;
+      dev.hold_ns = send_ns(dev, d, second);
+    }
     dev.busy = true;
     events_.set(d, start_step(d, now, second));
+  }
+
+  // P2pMode::Blocking: how long device d's next step receives its inputs from other devices
+  // (the longer of a pair's two) and how long it sends its outputs to them (all of them).
+  TimeNs receive_ns(const Device& dev, const Slots& second) const {
+    TimeNs recv = recv_ns_[dev.slots.input];
+    if (!kPlain && dev.paired) recv = std::max(recv, recv_ns_[second.input]);
+    return recv;
+  }
+  TimeNs send_ns(const Device& dev, std::size_t d, const Slots& second) const {
+    TimeNs send = 0;
+    const auto add = [&](const Slots& slots) {
+      for (int i = 0; i < slots.num_outputs; ++i) {
+        const int dst = s_.stage_device[static_cast<std::size_t>(slots.stages[i])];
+        if (dst != static_cast<int>(d)) send += costs_.transfer_ns(static_cast<int>(d), dst);
+      }
+    };
+    add(dev.slots);
+    if (!kPlain && dev.paired) add(second);
+    return send;
   }
 
   // Unwatched: device d runs its steps, each at max(the device is free, its inputs are there),
@@ -221,7 +267,13 @@ class Run {
       Slots second;
       const TimeNs ready = step_ready(dev, second);
       if (ready == kNever) return;
-      dev.free_ns = start_step(d, std::max(dev.free_ns, ready), second);
+      if (blocking_) [[unlikely]] {
+        const TimeNs recv = receive_ns(dev, second);
+        const TimeNs send = send_ns(dev, d, second);
+        dev.free_ns = start_step(d, std::max(dev.free_ns, ready) + recv, second) + send;
+      } else {
+        dev.free_ns = start_step(d, std::max(dev.free_ns, ready), second);
+      }
       finish(d, dev.free_ns);
     }
   }
@@ -289,7 +341,8 @@ class Run {
         ready_ns_[slot] = end_ns;
         continue;
       }
-      const TimeNs arrival = end_ns + costs_.transfer_ns(device, dst);
+      const TimeNs hop = costs_.transfer_ns(device, dst);
+      const TimeNs arrival = end_ns + hop;
       if constexpr (kWatched) {
         const TransferEvent event{op, device, dst, end_ns, arrival};
         for (EngineObserver* o : observers_)
@@ -299,7 +352,12 @@ class Run {
       }
       if (!skipped_.empty() && skipped_[slot] != 0) [[unlikely]]
         continue;  // its consumer does not wait for it (InputRule::PaperEvaluator)
-      ready_ns_[slot] = arrival;
+      if (blocking_) [[unlikely]] {
+        ready_ns_[slot] = end_ns;  // the receiver takes `hop` on its own stream from then on
+        recv_ns_[slot] = hop;
+      } else {
+        ready_ns_[slot] = arrival;
+      }
       const auto c = static_cast<std::size_t>(dst);
       if (devices_[c].waiting_for == slot) {
         devices_[c].waiting_for = kNoSlot;
@@ -329,11 +387,13 @@ class Run {
   const Schedule& s_;
   const CostModel& costs_;
   const std::vector<EngineObserver*>& observers_;
+  const bool blocking_;  // P2pMode::Blocking
   OpSlots slots_;
   const StageRange* routes_ = s_.routes.empty() ? nullptr : s_.routes.data();
   std::vector<const Op*> pairs_;  // per device: its overlapped pairs' forwards, then null
   std::vector<const Op* const*> next_pair_;  // per device: its first pair not started yet
   std::vector<TimeNs> ready_ns_;       // per slot: when the op's input is there (kNever: not yet)
+  std::vector<TimeNs> recv_ns_;        // P2pMode::Blocking, per slot: the input's transfer time
   std::vector<std::uint8_t> skipped_;  // per slot, or empty: 1 where the input is not awaited
   std::vector<Device> devices_;
   DeviceEvents events_;  // watched only
@@ -356,6 +416,11 @@ Timeline Engine::run_validated() {
     if (input_rule_ != InputRule::All) {
       throw InvalidArgument("the paper's evaluator rule cannot time transfers over a network");
     }
+    if (p2p_ != P2pMode::Async) {
+      throw InvalidArgument(
+          "blocking point-to-point transfers cannot be timed over a network (give --comm "
+          "instead of --cluster)");
+    }
     return run_with_network(schedule_, costs_, *network_, observers_);
   }
   const bool plain =
@@ -363,9 +428,9 @@ Timeline Engine::run_validated() {
       std::all_of(schedule_.overlapped_pairs.begin(), schedule_.overlapped_pairs.end(),
                   [](const auto& pairs) { return pairs.empty(); });
   if (!observers_.empty())
-    return Run<true, false>(schedule_, costs_, observers_, input_rule_).run();
-  if (plain) return Run<false, true>(schedule_, costs_, observers_, input_rule_).run();
-  return Run<false, false>(schedule_, costs_, observers_, input_rule_).run();
+    return Run<true, false>(schedule_, costs_, observers_, input_rule_, p2p_).run();
+  if (plain) return Run<false, true>(schedule_, costs_, observers_, input_rule_, p2p_).run();
+  return Run<false, false>(schedule_, costs_, observers_, input_rule_, p2p_).run();
 }
 
 }  // namespace bubblesim::sim

@@ -22,6 +22,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <algorithm>
 #include <vector>
 
 #include "sim/cost_model.h"
@@ -40,6 +41,18 @@ struct OpTiming {
 // overlapped pair have the pair's start and end.
 struct Timeline {
   std::vector<std::vector<OpTiming>> device_ops;
+
+  // Device d's span: its first op's start to its last op's end (0 without ops).
+  TimeNs span_ns(std::size_t d) const {
+    const auto& ops = device_ops[d];
+    return ops.empty() ? 0 : ops.back().end_ns - ops.front().start_ns;
+  }
+  // The largest device span: the zero-bubble paper's cost.
+  TimeNs max_span_ns() const {
+    TimeNs span = 0;
+    for (std::size_t d = 0; d < device_ops.size(); ++d) span = std::max(span, span_ns(d));
+    return span;
+  }
 };
 
 struct OpEvent {
@@ -83,6 +96,24 @@ class TransferLog final : public EngineObserver {
   std::vector<TransferEvent> transfers_;
 };
 
+// How a transfer between two devices uses their compute streams.
+enum class P2pMode : std::uint8_t {
+  // A transfer occupies neither compute stream: it delays only its receiver, whose op may
+  // start CostModel::transfer_ns after the producer ends. The default.
+  Async,
+  // As Megatron runs its point-to-point sends and receives (blocking NCCL kernels on the
+  // compute stream). The sender holds its stream for the transfer right after the producing
+  // op (every output that leaves the device, one after the other); the receiver holds its
+  // stream for the transfer from when both sides are ready, max(the device is free, the
+  // producer ended), and then starts the op (an overlapped pair waits for the longer of its
+  // two receives). A strict rendezvous, where the sender also waits for the receiver to be
+  // free, deadlocks the handcrafted orders (1F1B sends a forward to a device that is itself
+  // sending): Megatron avoids it by batching each send with the matching receive, which this
+  // approximates by letting the send start when its op ends. Time on either side counts as
+  // idle, not busy (it is not compute). Not with a network (checked at run).
+  Blocking,
+};
+
 // Which data inputs the ops wait for.
 enum class InputRule : std::uint8_t {
   // Every op waits for its input (DESIGN.md §3), as the hardware has to. The default.
@@ -116,6 +147,10 @@ class Engine {
   // InvalidArgument): InputRule::All with a network.
   void set_input_rule(InputRule rule) { input_rule_ = rule; }
 
+  // How transfers use the compute streams (P2pMode::Async unless set). Precondition (checked
+  // at run, InvalidArgument): P2pMode::Async with a network.
+  void set_p2p(P2pMode mode) { p2p_ = mode; }
+
   // Validates the schedule (Schedule::validate) and runs it to the end. A schedule that
   // deadlocks throws DeadlockError naming the ops on a dependency cycle.
   Timeline run();
@@ -130,6 +165,7 @@ class Engine {
   std::vector<EngineObserver*> observers_;
   const Network* network_ = nullptr;
   InputRule input_rule_ = InputRule::All;
+  P2pMode p2p_ = P2pMode::Async;
 };
 
 // The run of Engine::run with a network (network_engine.cpp).

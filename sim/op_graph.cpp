@@ -26,7 +26,7 @@ std::string describe_cycle(const std::vector<Op>& cycle) {
 DeadlockError::DeadlockError(const std::vector<Op>& cycle)
     : ScheduleError(describe_cycle(cycle), cycle) {}
 
-OpGraph::OpGraph(const Schedule& schedule, const CostModel& costs) {
+OpGraph::OpGraph(const Schedule& schedule, const CostModel& costs, P2pMode p2p) {
   schedule.validate();
   const OpSlots slots(schedule.num_stages(), schedule.num_microbatches);
   std::vector<Vertex> vertex_of(slots.size());
@@ -41,7 +41,7 @@ OpGraph::OpGraph(const Schedule& schedule, const CostModel& costs) {
     auto next_pair = paired_at.begin();
     device_sizes_.push_back(ops.size());
     for (std::size_t i = 0; i < ops.size(); ++i, ++v) {
-      if (i > 0) boost::add_edge(v - 1, v, EdgeData{0}, graph_);
+      if (i > 0) boost::add_edge(v - 1, v, EdgeData{0, true}, graph_);
       vertex_of[slots(ops[i])] = v;
       if (next_pair == paired_at.end() || *next_pair != i) {
         graph_[v] = VertexData{ops[i], Op{}, false, d, i, costs.duration_ns(ops[i], d)};
@@ -66,8 +66,20 @@ OpGraph::OpGraph(const Schedule& schedule, const CostModel& costs) {
       const Vertex u = vertex_of[slots(input.slot, input.stage, op->microbatch)];
       const int src = graph_[u].device;
       const TimeNs delay = src == data.device ? 0 : costs.transfer_ns(src, data.device);
-      boost::add_edge(u, v, EdgeData{delay}, graph_);
+      boost::add_edge(u, v, EdgeData{delay, false}, graph_);
     }
+  }
+  if (p2p == P2pMode::Async) return;
+  std::vector<TimeNs> send(num_vertices(), 0), receive(num_vertices(), 0);
+  for (const auto e : boost::make_iterator_range(boost::edges(graph_))) {
+    if (graph_[e].order) continue;
+    const Vertex u = boost::source(e, graph_), v = boost::target(e, graph_);
+    send[u] += graph_[e].delay_ns;
+    receive[v] = std::max(receive[v], graph_[e].delay_ns);
+  }
+  for (const auto e : boost::make_iterator_range(boost::edges(graph_))) {
+    const Vertex u = boost::source(e, graph_), v = boost::target(e, graph_);
+    graph_[e].delay_ns = receive[v] + (graph_[e].order ? send[u] : 0);
   }
 }
 

@@ -6,6 +6,9 @@
 // dependencies (DESIGN.md §3), weighted by the transfer time when producer and consumer sit on
 // different devices, and the per-device order (weight 0). The earliest start of every op is
 // then the longest path to it, which is exactly what the engine computes by simulation.
+// With P2pMode::Blocking (engine.h), a vertex's receive time (the longest transfer into it
+// from another device) is added to every edge into it instead, and its sender's send time
+// (all its transfers to other devices) to the order edge out of the sender.
 #pragma once
 
 #include <boost/graph/adjacency_list.hpp>
@@ -35,7 +38,7 @@ class OpGraph {
  public:
   // Validates the schedule (Schedule::validate) and builds its graph. A cycle is allowed here;
   // check_acyclic reports it. The cost model must cover every device of the schedule.
-  OpGraph(const Schedule& schedule, const CostModel& costs);
+  OpGraph(const Schedule& schedule, const CostModel& costs, P2pMode p2p = P2pMode::Async);
 
   // Compute slots: the schedule's ops, less one per overlapped pair.
   std::size_t num_vertices() const { return boost::num_vertices(graph_); }
@@ -64,6 +67,7 @@ class OpGraph {
   };
   struct EdgeData {
     TimeNs delay_ns = 0;
+    bool order = false;  // the per-device order, else a data dependency
   };
   using Graph =
       boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS, VertexData, EdgeData>;

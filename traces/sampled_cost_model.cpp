@@ -69,7 +69,13 @@ sim::TimeNs SampledCostModel::duration_ns(const sim::Op& op, int device) const {
                   "op outside the schedule the sampled cost model was built for");
   BUBBLESIM_CHECK(stage_device_[static_cast<std::size_t>(op.stage)] == device,
                   "op on a device that does not hold its stage");
-  const auto at = [&](int pass) { return durations_[index(op.stage, pass, op.microbatch)]; };
+  const auto at = [&](int pass) {
+    return durations_[index(op.stage, pass, op.microbatch)] +
+           (pass == 1 || op.kind != sim::OpKind::BW
+                ? sim::overhead_ns(base_.devices()[static_cast<std::size_t>(device)].overheads,
+                                   op.kind)
+                : 0);
+  };
   switch (op.kind) {
     case sim::OpKind::F:
       return at(0);

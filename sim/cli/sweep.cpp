@@ -515,7 +515,8 @@ int cmd_sweep(const std::vector<std::string>& args, const std::string& command_l
       progress.update(done_now);
       write_now_and_then();
     }
-    if (stop_signal == 0) stop_signal = StopSignals::stop_signal();
+    // A signal that came after the last configuration stopped nothing: the sweep is complete.
+    if (stop_signal == 0 && done_now < pending.size()) stop_signal = StopSignals::stop_signal();
   } else {
     bool saved_at_signal = false;
     SpreadOptions options;

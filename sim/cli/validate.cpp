@@ -51,12 +51,13 @@ int cmd_validate(const std::vector<std::string>& args, std::ostream& out, std::o
     ("dir", po::value<std::string>()->default_value(BUBBLESIM_REFERENCE_DIR),
      "folder with zb_auto_visible.csv, zbv_visible.csv and v_half_min_visible.csv")
     ("rows", "also list every row: bubblesim's cost, the reference's and their ratio")
+    ("no-improve", "the generators' raw schedules, without the schedule improver")
     ("progress", po::value<std::string>()->default_value("auto"),
      "on standard error: bar, lines, none, auto");
   // clang-format on
   po::variables_map vm;
   if (!parse_command(args, desc, vm, out,
-                     "usage: bubblesim validate [DIR] [--rows]\n\n"
+                     "usage: bubblesim validate [DIR] [--rows] [--no-improve]\n\n"
                      "Runs every row of the zero-bubble authors' reference sets (inputs and "
                      "the cost their own schedulers reached) with bubblesim's zb-auto, zb-v, "
                      "v-half and v-min, and prints per family how many rows bubblesim meets "
@@ -75,7 +76,8 @@ int cmd_validate(const std::vector<std::string>& args, std::ostream& out, std::o
               std::make_unique<Progress>(err, mode, "bubblesim validate", "rows", total, 0, 1.0);
         }
         progress->update(done, done == total);
-      });
+      },
+      vm.count("no-improve") == 0);
   if (vm.count("rows") != 0) write_rows(out, rows);
   write_summary(out, analysis::summarize(rows));
   return 0;

@@ -10,12 +10,18 @@ namespace bubblesim::sim {
 
 namespace {
 
+// Compared in order: the largest device span, the sum of the spans, then the sum of the end
+// times of the ops that feed others (F, B, BW; a W feeds nothing). The last breaks the ties
+// of moves that do not shorten a span yet but finish an input sooner (ZB-H1's B before the W
+// it used to wait behind): a later move may then close a gap it opened.
 struct Score {
   TimeNs max_span_ns = 0;
   TimeNs sum_span_ns = 0;
+  TimeNs sum_feeding_end_ns = 0;
   bool better_than(const Score& other) const {
-    return max_span_ns != other.max_span_ns ? max_span_ns < other.max_span_ns
-                                            : sum_span_ns < other.sum_span_ns;
+    if (max_span_ns != other.max_span_ns) return max_span_ns < other.max_span_ns;
+    if (sum_span_ns != other.sum_span_ns) return sum_span_ns < other.sum_span_ns;
+    return sum_feeding_end_ns < other.sum_feeding_end_ns;
   }
 };
 
@@ -48,6 +54,7 @@ class Improver {
       : current_(schedule), costs_(costs), limits_(limits), ops_(schedule.num_ops()) {}
 
   ImproveResult run() {
+    if (!has_budget(2)) return {std::move(current_), 0, 0, 0};  // not even one trial
     std::optional<Evaluation> start = evaluate(current_);
     BUBBLESIM_CHECK(start.has_value(), "the improver's input schedule deadlocks");
     Evaluation best = std::move(*start);
@@ -75,7 +82,7 @@ class Improver {
   }
 
  private:
-  bool has_budget() const { return spent_ + ops_ <= limits_.budget_ops; }
+  bool has_budget(std::size_t runs = 1) const { return spent_ + runs * ops_ <= limits_.budget_ops; }
 
   std::optional<Evaluation> evaluate(const Schedule& schedule) {
     ++runs_;
@@ -86,11 +93,16 @@ class Improver {
     } catch (const DeadlockError&) {
       return std::nullopt;
     }
-    for (const auto& ops : e.timeline.device_ops) {
-      const TimeNs span = ops.empty() ? 0 : ops.back().end_ns - ops.front().start_ns;
+    for (std::size_t d = 0; d < e.timeline.device_ops.size(); ++d) {
+      const auto& ops = e.timeline.device_ops[d];
+      const TimeNs span = e.timeline.span_ns(d);
       e.span_ns.push_back(span);
       e.score.max_span_ns = std::max(e.score.max_span_ns, span);
       e.score.sum_span_ns += span;
+      for (std::size_t i = 0; i < ops.size(); ++i) {
+        if (schedule.device_ops[d][i].kind != OpKind::W)
+          e.score.sum_feeding_end_ns += ops[i].end_ns;
+      }
     }
     return e;
   }
@@ -138,7 +150,8 @@ class Improver {
     std::vector<Place> place(slots.size());
     for (int d = 0; d < current_.num_devices(); ++d) {
       const auto& ops = current_.device_ops[static_cast<std::size_t>(d)];
-      for (std::size_t i = 0; i < ops.size(); ++i) place[slots(ops[i])] = {d, i};
+      for (std::size_t i = 0; i < ops.size(); ++i)
+        place[slots(ops[i])] = {d, i};
     }
     struct Gap {
       int device;
@@ -184,6 +197,15 @@ class Improver {
           if (held->index < shift) break;
           out.push_back({held->device, held->index, held->index - shift});
         }
+        // Or the W that ran shortly before it, deferred to just after it (what the held-up op
+        // cannot pass itself when its own input ran in between: ZB-H1's deferred W).
+        const auto& held_ops = current_.device_ops[static_cast<std::size_t>(held->device)];
+        for (std::size_t j = held->index, seen = 0; j-- > 0 && seen < 8; ++seen) {
+          if (held_ops[j].kind == OpKind::W) {
+            out.push_back({held->device, j, held->index});
+            break;
+          }
+        }
       }
       // The waiting op after the next one.
       if (gap.index + 1 < ops.size()) out.push_back({gap.device, gap.index, gap.index + 1});
@@ -192,8 +214,8 @@ class Improver {
   }
 
   // From the op at (device, index), which waited for its input: follows the inputs back
-  // while each op started as its input arrived, and returns the first op that started later
-  // than its input (its device was busy), if any.
+  // (across devices and along its own) while each op started as its input arrived, and
+  // returns the first op that started later than its input (its device was busy), if any.
   std::optional<Place> held_up(const Evaluation& e, const std::vector<Place>& place,
                                const OpSlots& slots, int device, std::size_t index) const {
     Place at{device, index};
@@ -206,12 +228,11 @@ class Improver {
       const Place producer = place[slots(input.slot, input.stage, op.microbatch)];
       const OpTiming& made =
           e.timeline.device_ops[static_cast<std::size_t>(producer.device)][producer.index];
-      const TimeNs arrives = made.end_ns + (producer.device == at.device
-                                                ? 0
-                                                : costs_.transfer_ns(producer.device, at.device));
+      const TimeNs arrives =
+          made.end_ns +
+          (producer.device == at.device ? 0 : costs_.transfer_ns(producer.device, at.device));
       const OpTiming& ran = e.timeline.device_ops[static_cast<std::size_t>(at.device)][at.index];
-      if (ran.start_ns > arrives) return at;   // waited for its device
-      if (producer.device == at.device) return std::nullopt;  // a local chain: nothing to move
+      if (ran.start_ns > arrives) return at;  // waited for its device
       at = producer;
     }
   }

@@ -28,8 +28,9 @@ namespace bubblesim::sim {
 struct ImproveLimits {
   // Per device, in the unit of the cost model's activation deltas; empty for no limit.
   std::vector<double> memory_limit;
-  // Ops the engine may simulate over all the candidate runs (each run costs the schedule's
-  // op count); 0 returns the schedule as it is.
+  // Ops the engine may simulate over all the runs (each run costs the schedule's op count);
+  // under two runs' worth, the schedule is returned as it is, untimed (before_ns = after_ns
+  // = 0).
   std::size_t budget_ops = 0;
 };
 

@@ -6,8 +6,10 @@
 
 #include "sim/cost_model.h"
 #include "sim/device_events.h"
+#include "sim/engine.h"
 #include "sim/placement.h"
 #include "sim/schedules/improve.h"
+#include "sim/schedules/stage_costs.h"
 
 namespace bubblesim::sim {
 
@@ -43,7 +45,8 @@ struct Choices {
   static Choices from_bits(int bits, int cap) {
     return Choices{(bits & 1) != 0,  (bits & 2) != 0,  (bits & 4) == 0,
                    (bits & 8) == 0,  (bits & 16) != 0, cap,
-                   (bits & 32) != 0, (bits & 64) != 0, (bits & 128) != 0, (bits & 256) != 0};
+                   (bits & 32) != 0, (bits & 64) != 0, (bits & 128) != 0,
+                   (bits & 256) != 0};
   }
   friend bool operator==(const Choices&, const Choices&) = default;
 };
@@ -62,49 +65,6 @@ struct Score {
     return sum_span_ns < other.sum_span_ns;
   }
 };
-
-// The costs of one stage's ops on its device, looked up once per generate() rather than once
-// per decision: the greedy takes an op's cost to depend on its kind and stage, not on its
-// microbatch (true of PerDeviceCostModel; the check at the end of generate() catches a model
-// where it is not).
-struct StageCosts {
-  TimeNs f_ns = 0, b_ns = 0, w_ns = 0;
-  TimeNs f_out_ns = 0;  // from the end of F until the input of the next op of the microbatch
-                        // (the next stage's F, or this stage's B on the last stage) is there
-  TimeNs b_out_ns = 0;  // from the end of B until the previous stage's B has its input
-  double f_delta = 0, b_delta = 0, w_delta = 0;  // activation memory
-
-  TimeNs duration_ns(OpKind kind) const {
-    return kind == OpKind::F ? f_ns : kind == OpKind::B ? b_ns : w_ns;
-  }
-  double delta(OpKind kind) const {
-    return kind == OpKind::F ? f_delta : kind == OpKind::B ? b_delta : w_delta;
-  }
-};
-
-std::vector<StageCosts> stage_costs(int p, const CostModel& costs) {
-  const std::vector<int> device = v_placement(p);
-  const int stages = 2 * p;
-  std::vector<StageCosts> out(static_cast<std::size_t>(stages));
-  for (int s = 0; s < stages; ++s) {
-    const int d = device[static_cast<std::size_t>(s)];
-    auto of = [&](OpKind kind) { return Op{kind, s, s < p ? 0 : 1, 0}; };
-    auto hop = [&](int to) {
-      const int e = device[static_cast<std::size_t>(to)];
-      return e == d ? TimeNs{0} : costs.transfer_ns(d, e);
-    };
-    StageCosts& c = out[static_cast<std::size_t>(s)];
-    c.f_ns = costs.duration_ns(of(OpKind::F), d);
-    c.b_ns = costs.duration_ns(of(OpKind::B), d);
-    c.w_ns = costs.duration_ns(of(OpKind::W), d);
-    c.f_out_ns = s + 1 < stages ? hop(s + 1) : 0;
-    c.b_out_ns = s > 0 ? hop(s - 1) : 0;
-    c.f_delta = costs.activation_delta(of(OpKind::F), d);
-    c.b_delta = costs.activation_delta(of(OpKind::B), d);
-    c.w_delta = costs.activation_delta(of(OpKind::W), d);
-  }
-  return out;
-}
 
 // Builds one V schedule by simulating: see v_shape.h. Returns nothing when the memory limit
 // stops every device before all ops are placed.
@@ -531,6 +491,208 @@ class VSearch {
   Schedule best_schedule_;
 };
 
+// Whether every device of `schedule` stays within its limit (the prefix sums of the deltas).
+bool fits(const Schedule& schedule, const std::vector<StageCosts>& costs,
+          const std::vector<double>& limit) {
+  for (std::size_t d = 0; d < schedule.device_ops.size(); ++d) {
+    double held = 0;
+    for (const Op& op : schedule.device_ops[d]) {
+      held += costs[static_cast<std::size_t>(op.stage)].delta(op.kind);
+      if (held > limit[d] + 1e-9) return false;
+    }
+  }
+  return true;
+}
+
+// The building block (the controllable-memory paper's idea, laid out here from the costs
+// rather than fixed at unit cost): the ops of one microbatch, on a cycle of period T per
+// device, each at the earliest time its input allows where its device's cycle is free (the
+// forwards up the V, the backwards down it, then each W after its B); repeating the block
+// every T gives every device's order. A longer period leaves idle time in the cycle and
+// shortens how many microbatches are in flight (the memory). The order is deadlock-free by
+// construction (the block's own times respect every input, shifted by whole periods).
+class VBlock {
+ public:
+  VBlock(int p, const std::vector<StageCosts>& costs) : p_(p), costs_(costs) {}
+
+  // The sum of one microbatch's op times on the busiest device: the shortest period.
+  TimeNs min_period_ns() const {
+    std::vector<TimeNs> work(static_cast<std::size_t>(p_), 0);
+    const std::vector<int> device = v_placement(p_);
+    for (int s = 0; s < 2 * p_; ++s) {
+      const StageCosts& c = costs_[static_cast<std::size_t>(s)];
+      work[static_cast<std::size_t>(device[static_cast<std::size_t>(s)])] +=
+          c.f_ns + c.b_ns + c.w_ns;
+    }
+    return *std::max_element(work.begin(), work.end());
+  }
+
+  // The block with period `period_ns` (its ops' start times), or false when a W finds no
+  // room in its device's cycle.
+  bool lay_out(TimeNs period_ns) {
+    period_ns_ = period_ns;
+    const std::vector<int> device = v_placement(p_);
+    busy_.assign(static_cast<std::size_t>(p_), {});
+    block_.clear();
+    const int stages = 2 * p_;
+    TimeNs ready = 0;
+    for (int s = 0; s < stages; ++s) {  // the forwards, up the V
+      const StageCosts& c = costs_[static_cast<std::size_t>(s)];
+      const std::optional<TimeNs> at = place(device[static_cast<std::size_t>(s)], ready, c.f_ns);
+      if (!at) return false;
+      block_.push_back({Op{OpKind::F, s, s < p_ ? 0 : 1, 0}, *at});
+      ready = *at + c.f_ns + c.f_out_ns;
+    }
+    std::vector<TimeNs> b_end(static_cast<std::size_t>(stages));
+    for (int s = stages - 1; s >= 0; --s) {  // the backwards, down it
+      const StageCosts& c = costs_[static_cast<std::size_t>(s)];
+      const std::optional<TimeNs> at = place(device[static_cast<std::size_t>(s)], ready, c.b_ns);
+      if (!at) return false;
+      block_.push_back({Op{OpKind::B, s, s < p_ ? 0 : 1, 0}, *at});
+      b_end[static_cast<std::size_t>(s)] = *at + c.b_ns;
+      ready = *at + c.b_ns + c.b_out_ns;
+    }
+    for (int s = stages - 1; s >= 0; --s) {  // each W after its B
+      const StageCosts& c = costs_[static_cast<std::size_t>(s)];
+      const std::optional<TimeNs> at =
+          place(device[static_cast<std::size_t>(s)], b_end[static_cast<std::size_t>(s)], c.w_ns);
+      if (!at) return false;
+      block_.push_back({Op{OpKind::W, s, s < p_ ? 0 : 1, 0}, *at});
+    }
+    return true;
+  }
+
+  // The block repeated for microbatches 0..m-1: every device's ops in time order. Op o of
+  // microbatch k starts at s_o + k T = (q_o + k) T + r_o (q_o, r_o: s_o's quotient and
+  // remainder by T), so the order is round by round (q_o + k), by remainder within a round.
+  Schedule repeat(int m) const {
+    const std::vector<int> device = v_placement(p_);
+    struct Entry {
+      TimeNs round, remainder;
+      Op op;
+    };
+    std::vector<std::vector<Entry>> per_device(static_cast<std::size_t>(p_));
+    for (const auto& [op, start_ns] : block_) {
+      per_device[static_cast<std::size_t>(device[static_cast<std::size_t>(op.stage)])].push_back(
+          {start_ns / period_ns_, start_ns % period_ns_, op});
+    }
+    Schedule schedule;
+    schedule.num_microbatches = m;
+    schedule.stage_device = device;
+    schedule.device_ops.resize(static_cast<std::size_t>(p_));
+    for (std::size_t d = 0; d < per_device.size(); ++d) {
+      auto& entries = per_device[d];
+      std::sort(entries.begin(), entries.end(),
+                [](const Entry& a, const Entry& b) { return a.remainder < b.remainder; });
+      TimeNs first = kNever, last = 0;
+      for (const Entry& e : entries) {
+        first = std::min(first, e.round);
+        last = std::max(last, e.round);
+      }
+      auto& ops = schedule.device_ops[d];
+      ops.reserve(entries.size() * static_cast<std::size_t>(m));
+      for (TimeNs round = first; round <= last + m - 1; ++round) {
+        for (const Entry& e : entries) {
+          const TimeNs k = round - e.round;
+          if (k < 0 || k >= m) continue;
+          Op op = e.op;
+          op.microbatch = static_cast<std::int32_t>(k);
+          ops.push_back(op);
+        }
+      }
+    }
+    return schedule;
+  }
+
+  // Whether the block repeated m times keeps every device within its limit.
+  bool within(int m, const std::vector<double>& limit) const {
+    TimeNs first = kNever, last = 0;
+    for (const auto& [op, start_ns] : block_) {
+      first = std::min(first, start_ns);
+      last = std::max(last, start_ns);
+    }
+    // Fewer microbatches than overlap: the repeated order itself.
+    if (m <= (last - first) / period_ns_ + 2) return fits(repeat(m), costs_, limit);
+    // Otherwise the steady state's peak, which the warm-up never exceeds: just after op o
+    // (at s_o + K T, K large) a device holds sum over its ops o' of delta(o') times the
+    // repeats of o' started by then, K + floor((s_o - s_o') / T) (the K terms cancel, as a
+    // microbatch's deltas sum to zero).
+    const std::vector<int> device = v_placement(p_);
+    for (const auto& [op, start_ns] : block_) {
+      const int d = device[static_cast<std::size_t>(op.stage)];
+      double held = 0;
+      for (const auto& [other, other_ns] : block_) {
+        if (device[static_cast<std::size_t>(other.stage)] != d) continue;
+        const TimeNs diff = start_ns - other_ns;
+        const TimeNs repeats =
+            diff >= 0 ? diff / period_ns_ : -((-diff + period_ns_ - 1) / period_ns_);
+        held += costs_[static_cast<std::size_t>(other.stage)].delta(other.kind) *
+                static_cast<double>(repeats);
+      }
+      if (held > limit[static_cast<std::size_t>(d)] + 1e-9) return false;
+    }
+    return true;
+  }
+
+ private:
+  // The earliest start >= ready_ns where [start, start + duration) is free in the device's
+  // cycle; marks it busy.
+  std::optional<TimeNs> place(int d, TimeNs ready_ns, TimeNs duration_ns) {
+    auto& busy = busy_[static_cast<std::size_t>(d)];
+    const TimeNs period = period_ns_;
+    auto mod = [period](TimeNs t) { return ((t % period) + period) % period; };
+    auto free_at = [&](TimeNs t) {
+      for (const auto& [from, length] : busy) {
+        const TimeNs x = mod(t - from);
+        if (x < length || x + duration_ns > period) return false;
+      }
+      return true;
+    };
+    std::optional<TimeNs> best;
+    auto consider = [&](TimeNs t) {
+      if ((!best || t < *best) && free_at(t)) best = t;
+    };
+    consider(ready_ns);
+    for (const auto& [from, length] : busy)
+      consider(ready_ns + mod(from + length - ready_ns));
+    if (best) busy.emplace_back(mod(*best), duration_ns);
+    return best;
+  }
+
+  int p_;
+  const std::vector<StageCosts>& costs_;
+  TimeNs period_ns_ = 1;
+  std::vector<std::vector<std::pair<TimeNs, TimeNs>>> busy_;  // per device: (start mod T, length)
+  std::vector<std::pair<Op, TimeNs>> block_;                  // op and start time
+};
+
+// The best repeated building block within the memory limit, over periods from the shortest to
+// twice it (the shortest periods that fit first, a few of them timed by the engine), with its
+// largest device span; nothing when no period fits.
+std::optional<std::pair<Schedule, TimeNs>> best_v_block(int p, int m,
+                                                        const std::vector<StageCosts>& costs,
+                                                        const std::vector<double>& limit,
+                                                        const CostModel& model) {
+  constexpr int kSteps = 32;  // periods tried: T0 (1 + j / kSteps), j = 0..kSteps
+  // Periods that fit, timed by the engine: 3, or 1 for large pipelines (p = 32, m = 256).
+  constexpr std::size_t kTimedOps = 60'000;
+  const std::size_t ops = static_cast<std::size_t>(6 * p) * static_cast<std::size_t>(m);
+  const int timed_max = ops > kTimedOps ? 1 : 3;
+  VBlock block(p, costs);
+  const TimeNs t0 = block.min_period_ns();
+  std::optional<std::pair<Schedule, TimeNs>> best;
+  int timed = 0;
+  for (int j = 0; j <= kSteps && timed < timed_max; ++j) {
+    if (!block.lay_out(t0 + t0 * j / kSteps)) continue;
+    if (!block.within(m, limit)) continue;
+    Schedule schedule = block.repeat(m);
+    const TimeNs span = Engine(schedule, model).run().max_span_ns();
+    ++timed;
+    if (!best || span < best->second) best.emplace(std::move(schedule), span);
+  }
+  return best;
+}
+
 // The three V schedules differ in their default memory limit (in whole-stage M_B).
 struct VShapeKind {
   const char* name;
@@ -592,10 +754,15 @@ class VShape final : public ScheduleGenerator {
       limit.push_back(l);
     }
 
-    const std::vector<StageCosts> stage_cost = stage_costs(p, costs);
+    const std::vector<StageCosts> stage_cost = stage_costs(v_placement(p), costs);
     VSearch search(p, m, stage_cost, limit);
     search.run();
-    if (!search.best()) {
+    std::optional<std::pair<Schedule, TimeNs>> block =
+        search.best() && search.best()->no_bubble ? std::nullopt
+                                                  : best_v_block(p, m, stage_cost, limit, costs);
+    if (block && (!search.best() || block->second < search.best()->max_span_ns)) {
+      search.best_schedule() = std::move(block->first);
+    } else if (!search.best()) {
       throw InvalidArgument("schedule '" + std::string(name()) +
                             "': no schedule found within the memory limit " +
                             format_number(limit.front()) + "; try a limit closer to p*M_B");

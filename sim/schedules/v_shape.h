@@ -24,6 +24,13 @@
 //        With T_F = T_B = T_W and T_comm = 0 it reaches zero bubble at peak p M_B for
 //        m >= 2p (the tests check p up to 16, and 32). The limit is never exceeded.
 //        `bubblesim validate` compares it with the zero-bubble authors' own scheduler.
+//        Unless the greedy reached zero bubble, a repeated building block competes with
+//        it (the controllable-memory paper's construction, laid out from the real costs):
+//        one microbatch's ops on a cycle of period T per device, each at the earliest time
+//        its input allows where the cycle is free, the block repeated every T; periods from
+//        the busiest device's work up to twice it, the shortest that fit the limit timed by
+//        the engine (3, or 1 beyond 60k ops). The shorter schedule is kept, then improved
+//        (sim/schedules/improve.h) within the budget of improve_budget_ops.
 //  v-half, v-min  The same search under (p+2)/2 M_B and floor((p+4)/3) M_B (the
 //        controllable-memory schedules: half and a third of 1F1B's memory), also trying caps
 //        around 3p/4 on the chunk-0 microbatches in flight. With unit costs they meet the

@@ -29,12 +29,13 @@ TEST(ReferenceSets, EveryRowValidWithinItsLimitAndCloseToTheAuthors) {
     SCOPED_TRACE(row.family + " line " + std::to_string(row.line));
     EXPECT_TRUE(std::isfinite(row.cost) && row.cost > 0);
     EXPECT_LE(row.peak_activation, row.memory_limit * (1 + 1e-12));
-    // V-Half and V-Min hold exactly the memory they exist for, whatever the costs: in chunk
-    // units (M_B = 2 per whole stage) p + 2 and 2 floor((p+4)/3).
+    // V-Half and V-Min hold at most the memory they exist for, whatever the costs: in chunk
+    // units (M_B = 2 per whole stage) p + 2 and 2 floor((p+4)/3). (A building block may need
+    // less: the memory is a bound, not a quota.)
     if (row.family == "v-half") {
-      EXPECT_EQ(row.peak_activation, row.pp + 2);
+      EXPECT_LE(row.peak_activation, row.pp + 2);
     } else if (row.family == "v-min") {
-      EXPECT_EQ(row.peak_activation, 2 * ((row.pp + 4) / 3));
+      EXPECT_LE(row.peak_activation, 2 * ((row.pp + 4) / 3));
     }
   }
 
@@ -47,16 +48,17 @@ TEST(ReferenceSets, EveryRowValidWithinItsLimitAndCloseToTheAuthors) {
 
   // A guard against regressions, not the target: bubblesim does not yet meet the
   // authors' cost on every row (docs/validation.md has the table). The bounds sit just above
-  // what this version reaches and below what the version before it reached (zb-v: mean
+  // what this version reaches (zb-auto mean 0.995, worst 1.011; zb-v 1.015 / 1.080; V-Half
+  // 1.034 / 1.165; V-Min 1.020 / 1.154) and below what earlier versions reached (zb-v: mean
   // 1.067, worst 1.113; V-Half 1.043 / 1.167; V-Min 1.120 / 1.288).
   struct Bound {
     const char* family;
     double mean, worst;
   };
-  const Bound bounds[] = {{"zb-auto", 1.000, 1.036},
-                          {"zb-v", 1.025, 1.09},
-                          {"v-half", 1.040, 1.166},
-                          {"v-min", 1.075, 1.20}};
+  const Bound bounds[] = {{"zb-auto", 0.997, 1.015},
+                          {"zb-v", 1.017, 1.085},
+                          {"v-half", 1.036, 1.166},
+                          {"v-min", 1.025, 1.16}};
   for (const Bound& bound : bounds) {
     SCOPED_TRACE(bound.family);
     const auto it = std::find_if(families.begin(), families.end(),

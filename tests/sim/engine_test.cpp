@@ -114,13 +114,17 @@ PerDeviceCostModel random_costs(std::mt19937& rng, int devices) {
 // The engine's timeline is the graph's earliest times and its makespan the critical path;
 // with an observer the engine wakes devices up for their starts instead of committing them
 // early, and the timeline must not change.
+// `graph` must have been built with the same `p2p`.
 void expect_engine_is_longest_path(const Schedule& s, const CostModel& costs, const OpGraph& graph,
-                                   int trial) {
-  const Timeline engine = Engine(s, costs).run();
+                                   int trial, P2pMode p2p = P2pMode::Async) {
+  Engine plain(s, costs);
+  plain.set_p2p(p2p);
+  const Timeline engine = plain.run();
   ASSERT_TRUE(same_timeline(engine, graph.earliest_times())) << "trial " << trial;
   ASSERT_EQ(makespan(engine), graph.critical_path().length_ns) << "trial " << trial;
   EngineObserver watcher;
   Engine watched(s, costs);
+  watched.set_p2p(p2p);
   watched.add_observer(watcher);
   ASSERT_TRUE(same_timeline(watched.run(), engine)) << "trial " << trial;
 }
@@ -142,6 +146,13 @@ TEST(Engine, MatchesLongestPathOnGeneratedSchedules) {
         EXPECT_TRUE(same_timeline(engine, graph.earliest_times()))
             << name << " p=" << p << " m=" << m;
         EXPECT_EQ(makespan(engine), graph.critical_path().length_ns) << name;
+        // Blocking transfers against the graph with their delays, watched and not.
+        const OpGraph blocking(s, costs, P2pMode::Blocking);
+        ASSERT_NO_FATAL_FAILURE(
+            expect_engine_is_longest_path(s, costs, blocking, p * 100 + m, P2pMode::Blocking))
+            << name << " p=" << p << " m=" << m;
+        // Blocking never shortens a run (every delay is at least the async one).
+        EXPECT_GE(makespan(blocking.earliest_times()), makespan(engine)) << name;
       }
     }
   }
@@ -157,6 +168,8 @@ TEST(Engine, MatchesLongestPathOnRandomValidSchedules) {
     ASSERT_NO_THROW(s.validate()) << "trial " << trial;
     const PerDeviceCostModel costs = random_costs(rng, devices);
     ASSERT_NO_FATAL_FAILURE(expect_engine_is_longest_path(s, costs, OpGraph(s, costs), trial));
+    ASSERT_NO_FATAL_FAILURE(expect_engine_is_longest_path(
+        s, costs, OpGraph(s, costs, P2pMode::Blocking), trial, P2pMode::Blocking));
   }
 }
 
@@ -179,6 +192,8 @@ TEST(Engine, MatchesLongestPathWithRoutesAndOverlappedPairs) {
     }
     ++acyclic;
     ASSERT_NO_FATAL_FAILURE(expect_engine_is_longest_path(s, costs, graph, trial));
+    ASSERT_NO_FATAL_FAILURE(expect_engine_is_longest_path(
+        s, costs, OpGraph(s, costs, P2pMode::Blocking), trial, P2pMode::Blocking));
   }
   // Both kinds of case were exercised.
   EXPECT_GT(acyclic, 100);
@@ -219,6 +234,72 @@ TEST(Engine, OverlappedPairIsOneComputeSlot) {
   EXPECT_DOUBLE_EQ(m.devices[1].peak_activation_memory, 2.0);  // F1 counts before BW0 frees
   EXPECT_TRUE(same_timeline(t, OpGraph(s, costs).earliest_times()));
   EXPECT_EQ(OpGraph(s, costs).num_vertices(), s.num_ops() - 1);
+}
+
+// p = 2, m = 2, 1F1B (device 0: F0 F1 BW0 BW1, device 1: F0 BW0 F1 BW1), F 1 ms, BW 2 ms,
+// a hop 0.5 ms. Blocking: a sender is busy for the hop after its op; a receiver takes the hop
+// on its own stream from max(it is free, the producer ended). By hand:
+//   d0 F0 [0, 1] sends until 1.5; F1 [1.5, 2.5] sends until 3
+//   d1 receives 1..1.5, F0 [1.5, 2.5]; BW0 [2.5, 4.5] sends until 5; receives F1 5..5.5
+//      (F1 ended on d0 at 2.5, d1 was busy); F1 [5.5, 6.5]; BW1 [6.5, 8.5] sends until 9
+//   d0 receives BW0's gradient 4.5..5 (ended 4.5, d0 free since 3); BW0 [5, 7];
+//      receives BW1's 8.5..9; BW1 [9, 11]
+// Async, the same inputs arrive 0.5 ms after their producer ends and nobody waits to send:
+//   d0 F0 [0, 1] F1 [1, 2] BW0 [5, 7] BW1 [8, 10]; d1 F0 [1.5, 2.5] BW0 [2.5, 4.5]
+//   F1 [4.5, 5.5] BW1 [5.5, 7.5].
+TEST(Engine, BlockingTransfersHoldBothStreams) {
+  const Schedule s = generate("1f1b", 2, 2);
+  const auto costs = uniform_costs(2, 1, 1, 1, 0.5);
+  const auto ms = [](double start, double end) { return OpTiming{ms_to_ns(start), ms_to_ns(end)}; };
+  const Timeline blocking_expected{{{ms(0, 1), ms(1.5, 2.5), ms(5, 7), ms(9, 11)},
+                                    {ms(1.5, 2.5), ms(2.5, 4.5), ms(5.5, 6.5), ms(6.5, 8.5)}}};
+  const Timeline async_expected{{{ms(0, 1), ms(1, 2), ms(5, 7), ms(8, 10)},
+                                 {ms(1.5, 2.5), ms(2.5, 4.5), ms(4.5, 5.5), ms(5.5, 7.5)}}};
+  for (const bool watched : {false, true}) {
+    EngineObserver watcher;
+    Engine blocking(s, costs);
+    blocking.set_p2p(P2pMode::Blocking);
+    Engine async(s, costs);
+    if (watched) {
+      blocking.add_observer(watcher);
+      async.add_observer(watcher);
+    }
+    EXPECT_TRUE(same_timeline(blocking.run(), blocking_expected)) << "watched " << watched;
+    EXPECT_TRUE(same_timeline(async.run(), async_expected)) << "watched " << watched;
+  }
+  // Sends and receives are idle time, not compute: device 0 is busy 1 + 1 + 2 + 2 = 6 of 11.
+  const SimulationResult r = simulate(s, costs, {}, nullptr, InputRule::All, P2pMode::Blocking);
+  EXPECT_EQ(r.metrics.iteration_time_ns, ms_to_ns(11));
+  EXPECT_EQ(r.metrics.devices[0].busy_ns, ms_to_ns(6));
+}
+
+TEST(Engine, BlockingTransfersAreRejectedOverANetwork) {
+  const Schedule s = generate("1f1b", 2, 2);
+  const auto costs = uniform_costs(2, 1, 1, 1, 0.5);
+  Network network(2);
+  const int link = network.add_link(Link{1e9, 1000});
+  network.set_route(0, 1, {link});
+  network.set_route(1, 0, {link});
+  Engine engine(s, costs);
+  engine.set_network(network);
+  engine.set_p2p(P2pMode::Blocking);
+  EXPECT_THROW(engine.run(), InvalidArgument);
+}
+
+// A pass pays its overhead whole, also as a chunk: with v = 2 chunks, a forward of 4 ms runs in
+// 2 ms plus the 0.25 ms overhead; a fused BW pays B's overhead once.
+TEST(CostModel, OpOverheadIsPaidWholeByEveryPass) {
+  DeviceCosts c{ms_to_ns(4), ms_to_ns(3), ms_to_ns(2), 0, 1.0, 0.5};
+  c.overheads = OpOverheads{ms_to_ns(0.25), ms_to_ns(0.5), ms_to_ns(0.125)};
+  const auto costs = PerDeviceCostModel::uniform(c, 1, 2);
+  EXPECT_EQ(costs.duration_ns({OpKind::F, 0, 0, 0}, 0), ms_to_ns(2.25));
+  EXPECT_EQ(costs.duration_ns({OpKind::B, 0, 0, 0}, 0), ms_to_ns(2.0));
+  EXPECT_EQ(costs.duration_ns({OpKind::W, 0, 0, 0}, 0), ms_to_ns(1.125));
+  EXPECT_EQ(costs.duration_ns({OpKind::BW, 0, 0, 0}, 0), ms_to_ns(3.0));
+  // One device, 1F1B with m = 3 and whole-stage passes: 3 (F + BW) = 3 (4.25 + 5.5) ms.
+  const Schedule s = generate("1f1b", 1, 3);
+  const auto whole = PerDeviceCostModel::uniform(c, 1);
+  EXPECT_EQ(simulate(s, whole).metrics.iteration_time_ns, ms_to_ns(3 * (4.25 + 5.5)));
 }
 
 TEST(Engine, PairThatFeedsItselfDeadlocks) {
