@@ -552,7 +552,8 @@ int cmd_sweep(const std::vector<std::string>& args, const std::string& command_l
           },
           options);
       done_now = outcome.done;
-      stop_signal = outcome.stop_signal;
+      // As above: a signal after the last configuration stopped nothing.
+      stop_signal = done_now < pending.size() ? outcome.stop_signal : 0;
     } catch (const std::exception& e) {
       // A rank failed or went silent: the others wait for answers that will not come. Keep
       // the finished rows, say why, and end the job.

@@ -14,7 +14,9 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <regex>
+#include <sstream>
 #include <thread>
 
 #include "analysis/results_file.h"
@@ -329,9 +331,10 @@ TEST_F(SweepSplitTest, TwoAndThreeRanksGiveTheSingleProcessTable) {
   }
 }
 
-// The pid of the process started by `parent` whose environment says it is MPI rank `rank`.
-pid_t rank_pid(pid_t parent, int rank) {
-  const std::string want = "OMPI_COMM_WORLD_RANK=" + std::to_string(rank);
+// The pid of the process below `launcher` (its child under Open MPI 4's mpirun, a grandchild
+// under launchers with a daemon) whose environment says it is MPI rank `rank`; -1 if none.
+pid_t rank_pid(pid_t launcher, int rank) {
+  std::map<pid_t, pid_t> parent;
   for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
     const std::string name = entry.path().filename().string();
     if (name.find_first_not_of("0123456789") != std::string::npos) continue;
@@ -339,15 +342,22 @@ pid_t rank_pid(pid_t parent, int rank) {
     std::string line;
     std::getline(stat, line);
     const std::size_t close = line.rfind(')');
-    if (close == std::string::npos) continue;
+    if (close == std::string::npos || close + 2 > line.size()) continue;
     std::istringstream rest(line.substr(close + 2));
     char state = 0;
     pid_t ppid = 0;
     rest >> state >> ppid;
-    if (ppid != parent) continue;
-    std::ifstream environ(entry.path() / "environ");
+    parent[static_cast<pid_t>(std::stol(name))] = ppid;
+  }
+  const std::string want = "OMPI_COMM_WORLD_RANK=" + std::to_string(rank);
+  for (const auto& [pid, ppid] : parent) {
+    bool below = false;
+    for (pid_t up = ppid; up > 1 && !below; up = parent.count(up) != 0 ? parent[up] : 0)
+      below = up == launcher;
+    if (!below) continue;
+    std::ifstream environ("/proc/" + std::to_string(pid) + "/environ");
     for (std::string var; std::getline(environ, var, '\0');) {
-      if (var == want) return static_cast<pid_t>(std::stol(name));
+      if (var == want) return pid;
     }
   }
   return -1;
