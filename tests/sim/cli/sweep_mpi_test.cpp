@@ -219,19 +219,15 @@ struct Job {
   std::string out, err;
 };
 
-// Runs `mpirun -n RANKS bubblesim ARGS` (as root and oversubscribed, as a 2-core CI runner
-// needs; LeakSanitizer off inside the ranks, where Open MPI's own allocations would count).
-// `watch` sees standard error as it grows, and the child's pid; the job is killed after 120 s.
-Job run_mpi(int ranks, const std::vector<std::string>& args,
-            const std::function<void(const std::string& err, pid_t pid)>& watch = {}) {
-#ifdef BUBBLESIM_MPIEXEC
+// Runs `argv` (a program and its arguments) with the settings mpirun needs as root on an
+// oversubscribed 2-core CI runner, and LeakSanitizer off in the children (inside MPI ranks Open
+// MPI's own allocations would count). `watch` sees standard error as it grows, and the child's
+// pid; the child is killed after 120 s.
+Job run_child(std::vector<std::string> argv,
+              const std::function<void(const std::string& err, pid_t pid)>& watch = {}) {
   int out_pipe[2], err_pipe[2];
   EXPECT_EQ(::pipe(out_pipe), 0);
   EXPECT_EQ(::pipe(err_pipe), 0);
-  std::vector<std::string> argv = {BUBBLESIM_MPIEXEC,     "--allow-run-as-root",
-                                   "--oversubscribe",     "-n",
-                                   std::to_string(ranks), BUBBLESIM_EXE};
-  argv.insert(argv.end(), args.begin(), args.end());
   const pid_t pid = ::fork();
   if (pid == 0) {
     ::dup2(out_pipe[1], 1);
@@ -287,6 +283,17 @@ Job run_mpi(int ranks, const std::vector<std::string>& args,
   EXPECT_EQ(::waitpid(pid, &status, 0), pid);
   job.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return job;
+}
+
+// `mpirun -n RANKS bubblesim ARGS` (run_child).
+Job run_mpi(int ranks, const std::vector<std::string>& args,
+            const std::function<void(const std::string& err, pid_t pid)>& watch = {}) {
+#ifdef BUBBLESIM_MPIEXEC
+  std::vector<std::string> argv = {BUBBLESIM_MPIEXEC,     "--allow-run-as-root",
+                                   "--oversubscribe",     "-n",
+                                   std::to_string(ranks), BUBBLESIM_EXE};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return run_child(argv, watch);
 #else
   (void)ranks, (void)args, (void)watch;
   return {};
@@ -456,6 +463,34 @@ TEST_F(SweepSplitTest, AdviseUnderMpiPrintsTheSingleProcessRanking) {
   const Job job = run_mpi(3, per_rank);
   ASSERT_EQ(job.status, 0) << job.err;
   EXPECT_EQ(job.out, single.out);
+}
+
+// SIGTERM (what Slurm sends at a time limit) stops a single-process sweep as Ctrl-C does.
+TEST_F(SweepSplitTest, SigtermStopsASingleProcessSweepLeavingAResumableFile) {
+  const std::string study = write("heavy.yaml", kHeavyStudy);
+  const std::string out = path("heavy.h5");
+  bool signalled = false;
+  const Job stopped =
+      run_child({BUBBLESIM_EXE, "sweep", study, "--out", out, "-j", "1", "--progress", "bar"},
+                [&](const std::string& err, pid_t pid) {
+                  if (!signalled && progress_done(err) > 0) {
+                    ::kill(pid, SIGTERM);
+                    signalled = true;
+                  }
+                });
+  ASSERT_TRUE(signalled) << "the sweep ended before its first rows: make the study bigger\n"
+                         << stopped.err;
+  EXPECT_EQ(stopped.status, 128 + SIGTERM) << stopped.out << stopped.err;
+  EXPECT_NE(stopped.out.find("stopped by SIGTERM: rerun the same command"), std::string::npos)
+      << stopped.out;
+  const std::size_t kept = table(out).size();
+  EXPECT_GT(kept, 0u);
+  EXPECT_LT(kept, kHeavyConfigurations);
+  const Outcome resumed = run_cli({"sweep", study, "--out", out, "--progress", "none"});
+  ASSERT_EQ(resumed.status, 0) << resumed.err;
+  EXPECT_NE(resumed.out.find(std::to_string(kept) + " from the file"), std::string::npos)
+      << resumed.out;
+  EXPECT_EQ(table(out), single_run(study));
 }
 
 }  // namespace
