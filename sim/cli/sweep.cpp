@@ -587,12 +587,12 @@ int cmd_sweep(const std::vector<std::string>& args, const std::string& command_l
   std::ostream& summary = distributed && stop_signal != 0 ? err : out;
   fmt::print(
       summary,
-      "{}: /sweep/table holds {} of {} configurations{} ({} simulated now{}, {} from the "
+      "{}: /sweep/table holds {} of {} configurations ({}{} simulated now{}, {} from the "
       "file; {} failed, see their 'error')\n",
       setup.out_path, present, in_shard,
       setup.shard.n == 0
           ? ""
-          : fmt::format(" of shard {}/{} (the study has {})", setup.shard.k, setup.shard.n, total),
+          : fmt::format("shard {}/{} of a study of {}; ", setup.shard.k, setup.shard.n, total),
       done_now, distributed ? fmt::format(" by {} ranks", ranks->size()) : "", done_before, failed);
   if (stop_signal != 0 || stopped_by_limit) {
     fmt::print(summary, "stopped by {}: rerun the same command to simulate the {} left\n",
