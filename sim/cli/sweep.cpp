@@ -541,12 +541,14 @@ int cmd_sweep(const std::vector<std::string>& args, const std::string& command_l
           [&](std::size_t done) {
             done_now = done;
             progress.update(done_now);
-            // At a signal, the rows so far are saved at once: mpirun sends SIGTERM when a rank
-            // died, and kills the job soon after, before the batches under way come back.
-            if (!saved_at_signal && StopSignals::stop_signal() != 0) {
+            // At a signal, the rows so far are saved at once: when a rank died, mpirun sends
+            // SIGCONT, then SIGTERM 1 s later, and may kill rank 0 soon after, before the
+            // batches under way come back.
+            if (StopSignals::take_save_request() ||
+                (!saved_at_signal && StopSignals::stop_signal() != 0)) {
               write();
               last_write = Clock::now();
-              saved_at_signal = true;
+              saved_at_signal = StopSignals::stop_signal() != 0;
             }
             write_now_and_then();
           },

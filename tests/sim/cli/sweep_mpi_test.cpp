@@ -426,6 +426,27 @@ TEST_F(SweepSplitTest, SilentRankEndsTheJobKeepingTheFinishedRows) {
   EXPECT_LT(kept, kHeavyConfigurations);
 }
 
+TEST_F(SweepSplitTest, RankDeathEndsTheJobKeepingTheFinishedRows) {
+  REQUIRE_MPI();
+  const std::string study = write("heavy.yaml", kHeavyStudy);
+  const std::string out = path("heavy.h5");
+  pid_t killed = -1;
+  const Job job = run_mpi(3, {"sweep", study, "--out", out, "-j", "1", "--progress", "bar"},
+                          [&](const std::string& err, pid_t pid) {
+                            if (killed < 0 && progress_done(err) > 0) {
+                              killed = rank_pid(pid, 2);
+                              if (killed > 0) ::kill(killed, SIGKILL);
+                            }
+                          });
+  ASSERT_GT(killed, 0) << "no rank 2 found, or the sweep ended first\n" << job.err;
+  EXPECT_NE(job.status, 0);
+  // mpirun names the rank that died; rank 0 saved its rows when mpirun ended the job.
+  EXPECT_NE(job.err.find("rank 2"), std::string::npos) << job.err;
+  const std::size_t kept = table(out).size();
+  EXPECT_GT(kept, 0u);
+  EXPECT_LT(kept, kHeavyConfigurations) << "the dead rank's batch cannot be in the table";
+}
+
 TEST_F(SweepSplitTest, BadStudyUnderMpiIsOneLineFromRankZero) {
   REQUIRE_MPI();
   const std::string study = write("bad.yaml", "axes: {schedule: [1f1b], colour: [red]}\n");
