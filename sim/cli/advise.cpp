@@ -354,9 +354,10 @@ std::string evaluate_batch(const std::vector<std::size_t>& items, const AdviseSe
                       });
   });
   WireWriter w;
+  w.reserve(batch.size() * 128);
   for (const analysis::AdviseCandidate& c : batch)
     write_results(w, c);
-  return w.bytes();
+  return w.take();
 }
 
 // A rank other than 0: prepares as rank 0 does, then evaluates the batches it is given.

@@ -259,6 +259,7 @@ SpreadOutcome coordinate(
           h.finished = true;
         } else {
           WireWriter w;
+          w.reserve(8 * (h.batch.size() + 1));
           w.number<std::uint64_t>(h.batch.size());
           for (const std::size_t item : h.batch)
             w.number<std::uint64_t>(item);
@@ -302,6 +303,7 @@ int serve(Ranks& ranks, const EvaluateBatch& evaluate) {
   for (;;) {
     const bool leaving = StopSignals::stop_signal() != 0;
     WireWriter request;
+    request.reserve(results.size() + 128);
     request.text(ranks.host());
     request.number<std::uint8_t>(leaving ? 1 : 0);
     request.text(results);
