@@ -26,7 +26,7 @@ class SingleProcess : public Ranks {
     ::gethostname(name, sizeof name - 1);
     return name;
   }
-  void send(int to, int, const std::string&) override {
+  void send(int to, int, const std::string&, std::chrono::duration<double>) override {
     throw InternalError("send to rank " + std::to_string(to) + " in a single process");
   }
   std::optional<RankMessage> receive(std::chrono::duration<double>) override { return {}; }

@@ -41,9 +41,25 @@ class MpiRanks : public Ranks {
   int size() const override { return size_; }
   std::string host() const override { return host_; }
 
-  void send(int to, int tag, const std::string& bytes) override {
-    const int rc =
-        MPI_Send(bytes.data(), static_cast<int>(bytes.size()), MPI_BYTE, to, tag, MPI_COMM_WORLD);
+  void send(int to, int tag, const std::string& bytes,
+            std::chrono::duration<double> timeout) override {
+    // Not MPI_Send: a message above the eager limit would block it until `to` takes it,
+    // forever for a stopped rank, and rank 0 would never see the timeout.
+    MPI_Request request;
+    int rc = MPI_Isend(bytes.data(), static_cast<int>(bytes.size()), MPI_BYTE, to, tag,
+                       MPI_COMM_WORLD, &request);
+    const auto until = std::chrono::steady_clock::now() + timeout;
+    auto nap = std::chrono::microseconds(20);
+    for (int done = 0; rc == MPI_SUCCESS;) {
+      rc = MPI_Test(&request, &done, MPI_STATUS_IGNORE);
+      if (rc != MPI_SUCCESS || done != 0) break;
+      if (std::chrono::steady_clock::now() >= until) {
+        throw Error("MPI: rank " + std::to_string(to) + " did not take a message for " +
+                    format_number(std::chrono::duration<double>(timeout).count()) + " s");
+      }
+      std::this_thread::sleep_for(nap);
+      nap = std::min(2 * nap, std::chrono::microseconds(1000));
+    }
     if (rc != MPI_SUCCESS) {
       throw Error("MPI: cannot send to rank " + std::to_string(to) + ": " + mpi_error_text(rc));
     }

@@ -39,24 +39,37 @@ enum Tag : int {
 // After a stop signal, how long rank 0 waits for the batches under way.
 constexpr double kStopGraceSeconds = 10;
 
-// A worker waits for rank 0's answer without limit (rank 0 ends the job if it must).
-constexpr Seconds kForever{3600.0 * 24 * 365};
+// How long a message of a few bytes may wait to be taken (it does not wait: MPI sends it
+// eagerly).
+constexpr Seconds kSmallMessage{60};
 
-// The next message from rank 0 (a worker only ever hears from rank 0).
-RankMessage from_rank0(Ranks& ranks) {
-  for (;;) {
-    if (std::optional<RankMessage> m = ranks.receive(kForever)) return std::move(*m);
-  }
+// The next message from rank 0 (a worker only ever hears from rank 0); RankZeroLost after
+// `timeout_s` without one.
+RankMessage from_rank0(Ranks& ranks, double timeout_s) {
+  if (std::optional<RankMessage> m = ranks.receive(Seconds(timeout_s))) return std::move(*m);
+  throw RankZeroLost(fmt::format(
+      "rank {} on {}: rank 0 sent nothing for {} s: it died or hangs (see --rank-timeout)",
+      ranks.rank(), ranks.host(), format_number(timeout_s)));
 }
 
 std::string who(int rank, const std::string& host) {
   return fmt::format("rank {} on {}", rank, host);
 }
 
+// A worker's message to rank 0; RankZeroLost when rank 0 does not take it in `timeout_s`.
+void send_to_rank0(Ranks& ranks, int tag, const std::string& bytes, double timeout_s) {
+  try {
+    ranks.send(0, tag, bytes, Seconds(timeout_s));
+  } catch (const Error& e) {
+    throw RankZeroLost(who(ranks.rank(), ranks.host()) + ": " + e.what() +
+                       " (it died or hangs; see --rank-timeout)");
+  }
+}
+
 }  // namespace
 
 int report_ready(Ranks& ranks, const std::string& error, const std::string& fingerprint,
-                 int threads) {
+                 int threads, double timeout_s) {
   WireWriter w;
   w.text(ranks.host());
   if (error.empty()) {
@@ -65,8 +78,8 @@ int report_ready(Ranks& ranks, const std::string& error, const std::string& fing
   } else {
     w.text(error);
   }
-  ranks.send(0, error.empty() ? kReady : kFailed, w.bytes());
-  const RankMessage m = from_rank0(ranks);
+  send_to_rank0(ranks, error.empty() ? kReady : kFailed, w.bytes(), timeout_s);
+  const RankMessage m = from_rank0(ranks, timeout_s);
   if (m.tag == kGo) return -1;
   BUBBLESIM_CHECK(m.tag == kQuit, "unexpected message " + std::to_string(m.tag));
   WireReader r(m.bytes);
@@ -77,7 +90,7 @@ void quit_workers(Ranks& ranks, int status) {
   WireWriter w;
   w.number<std::int32_t>(status);
   for (int rank = 1; rank < ranks.size(); ++rank)
-    ranks.send(rank, kQuit, w.bytes());
+    ranks.send(rank, kQuit, w.bytes(), kSmallMessage);
 }
 
 std::vector<int> start_workers(Ranks& ranks, const std::string& fingerprint, int own_threads,
@@ -121,7 +134,7 @@ std::vector<int> start_workers(Ranks& ranks, const std::string& fingerprint, int
     throw InvalidArgument(failure);
   }
   for (int rank = 1; rank < ranks.size(); ++rank)
-    ranks.send(rank, kGo, "");
+    ranks.send(rank, kGo, "", kSmallMessage);
   return threads;
 }
 
@@ -255,7 +268,7 @@ SpreadOutcome coordinate(
           take(h);
         }
         if (h.batch.empty()) {
-          ranks.send(m->from, kStop, "");
+          ranks.send(m->from, kStop, "", kSmallMessage);
           h.finished = true;
         } else {
           WireWriter w;
@@ -263,7 +276,7 @@ SpreadOutcome coordinate(
           w.number<std::uint64_t>(h.batch.size());
           for (const std::size_t item : h.batch)
             w.number<std::uint64_t>(item);
-          ranks.send(m->from, kBatch, w.bytes());
+          ranks.send(m->from, kBatch, w.bytes(), Seconds(options.rank_timeout_s));
         }
       }
     }
@@ -298,7 +311,7 @@ SpreadOutcome coordinate(
   return outcome;
 }
 
-int serve(Ranks& ranks, const EvaluateBatch& evaluate) {
+int serve(Ranks& ranks, const EvaluateBatch& evaluate, double timeout_s) {
   std::string results;
   for (;;) {
     const bool leaving = StopSignals::stop_signal() != 0;
@@ -307,9 +320,9 @@ int serve(Ranks& ranks, const EvaluateBatch& evaluate) {
     request.text(ranks.host());
     request.number<std::uint8_t>(leaving ? 1 : 0);
     request.text(results);
-    ranks.send(0, kRequest, request.bytes());
+    send_to_rank0(ranks, kRequest, request.bytes(), timeout_s);
     if (leaving) return 0;
-    const RankMessage m = from_rank0(ranks);
+    const RankMessage m = from_rank0(ranks, timeout_s);
     if (m.tag == kStop) return 0;
     BUBBLESIM_CHECK(m.tag == kBatch, "unexpected message " + std::to_string(m.tag));
     WireReader r(m.bytes);
@@ -322,7 +335,7 @@ int serve(Ranks& ranks, const EvaluateBatch& evaluate) {
       WireWriter w;
       w.text(ranks.host());
       w.text(e.what());
-      ranks.send(0, kError, w.bytes());
+      send_to_rank0(ranks, kError, w.bytes(), timeout_s);
       return 1;
     }
   }

@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -22,13 +23,22 @@ namespace bubblesim::cli {
 // worker the job then ends with rank 0 reporting the message.
 using EvaluateBatch = std::function<std::string(const std::vector<std::size_t>& items)>;
 
+// A worker heard nothing from rank 0 for the timeout it was given: rank 0 died or hangs (under
+// srun the other tasks of a step may outlive it). The caller says so and ends the job
+// (Ranks::abort).
+class RankZeroLost : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 // Setup --------------------------------------------------------------------------------------
 
 // A worker (rank > 0), once its preparation is over: reports to rank 0 that it is ready
 // (`error` empty; `fingerprint` identifies its inputs, `threads` its cores) or why it failed,
 // then waits. Returns -1 when rank 0 says go, else the exit status rank 0 asks it to end with.
+// Throws RankZeroLost after `timeout_s` without an answer.
 int report_ready(Ranks& ranks, const std::string& error, const std::string& fingerprint,
-                 int threads);
+                 int threads, double timeout_s = 600);
 
 // Rank 0, when it will not start the work (its own preparation failed, or --help): tells every
 // worker to end with `status`. Give 0 even after a failure: mpirun ends the whole job when a
@@ -71,7 +81,8 @@ SpreadOutcome coordinate(
 
 // A worker: asks rank 0 for batches and evaluates them with `evaluate` until told to stop.
 // After a stop signal of its own it returns its batch's results and leaves. Returns 0, or 1
-// after `evaluate` threw (rank 0 has been told why).
-int serve(Ranks& ranks, const EvaluateBatch& evaluate);
+// after `evaluate` threw (rank 0 has been told why). Throws RankZeroLost when rank 0 does not
+// answer a request within `timeout_s` (it answers at once while it runs).
+int serve(Ranks& ranks, const EvaluateBatch& evaluate, double timeout_s = 600);
 
 }  // namespace bubblesim::cli

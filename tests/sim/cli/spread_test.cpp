@@ -29,7 +29,7 @@ class FakeJob {
     int rank() const override { return rank_; }
     int size() const override { return static_cast<int>(job_.boxes_.size()); }
     std::string host() const override { return "host" + std::to_string(rank_); }
-    void send(int to, int tag, const std::string& bytes) override {
+    void send(int to, int tag, const std::string& bytes, std::chrono::duration<double>) override {
       const std::lock_guard<std::mutex> lock(job_.mutex_);
       job_.boxes_[static_cast<std::size_t>(to)].push_back({rank_, tag, bytes});
       job_.changed_.notify_all();
@@ -230,6 +230,19 @@ TEST(Spread, AFailingOrSilentWorkerEndsTheCoordinationWithItsRank) {
     ranks[0]->abort(1);  // as sweep does: the other ranks are waiting
     workers->join();
     EXPECT_EQ(workers->status[1], silent ? -1 : 1);  // aborted while waiting; or failed
+  }
+}
+
+TEST(Spread, AWorkerThatHearsNothingFromRankZeroGivesUp) {
+  FakeJob job(2);
+  FakeJob::Rank worker(job, 1);
+  try {
+    report_ready(worker, "", "study", 1, 0.1);
+    ADD_FAILURE() << "no error";
+  } catch (const RankZeroLost& e) {
+    EXPECT_STREQ(e.what(),
+                 "rank 1 on host1: rank 0 sent nothing for 0.1 s: it died or hangs (see "
+                 "--rank-timeout)");
   }
 }
 
