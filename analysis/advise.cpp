@@ -26,10 +26,10 @@ std::vector<int> divisors(int n) {
   return values;
 }
 
-// Simulates `c` and fills its metrics and outcome; an InvalidArgument from the model or the
-// schedule (parameters it does not take) makes it inapplicable.
-void evaluate(AdviseCandidate& c, const AdviseSearch& search,
-              const sim::ScheduleGenerator& generator) {
+}  // namespace
+
+void evaluate_candidate(AdviseCandidate& c, const AdviseSearch& search,
+                        const sim::ScheduleGenerator& generator) {
   try {
     const AdviseHardware& hw = search.hardware;
     models::TransformerConfig model = search.model;
@@ -95,8 +95,6 @@ void evaluate(AdviseCandidate& c, const AdviseSearch& search,
   }
 }
 
-}  // namespace
-
 std::string AdviseCandidate::label() const {
   return fmt::format("{} p={} dp={} m={} v={} b={}", schedule, pp, dp, microbatches, chunks,
                      microbatch_size);
@@ -155,6 +153,20 @@ std::vector<AdviseCandidate> advise_candidates(const AdviseSearch& search,
   return candidates;
 }
 
+void rank_candidates(std::vector<AdviseCandidate>& candidates) {
+  const auto rank = [](const AdviseCandidate& c) {
+    // Fits by throughput, then memory; out of memory by memory; inapplicable last.
+    const double first = c.outcome == AdviseOutcome::kFits          ? -c.samples_per_gpu_per_s
+                         : c.outcome == AdviseOutcome::kOutOfMemory ? c.peak_memory_bytes
+                                                                    : 0;
+    const double second = c.outcome == AdviseOutcome::kFits ? c.peak_memory_bytes : 0;
+    return std::make_tuple(static_cast<int>(c.outcome), first, second);
+  };
+  std::stable_sort(
+      candidates.begin(), candidates.end(),
+      [&](const AdviseCandidate& a, const AdviseCandidate& b) { return rank(a) < rank(b); });
+}
+
 std::vector<AdviseCandidate> advise(const AdviseSearch& search,
                                     const sim::ScheduleRegistry& registry, int jobs,
                                     const std::function<void(std::size_t, std::size_t)>& progress) {
@@ -167,23 +179,14 @@ std::vector<AdviseCandidate> advise(const AdviseSearch& search,
       tbb::parallel_for(tbb::blocked_range<std::size_t>(from, to),
                         [&](const tbb::blocked_range<std::size_t>& range) {
                           for (std::size_t i = range.begin(); i != range.end(); ++i) {
-                            evaluate(candidates[i], search, registry.get(candidates[i].schedule));
+                            evaluate_candidate(candidates[i], search,
+                                               registry.get(candidates[i].schedule));
                           }
                         });
     });
     if (progress) progress(to, candidates.size());
   }
-  const auto rank = [](const AdviseCandidate& c) {
-    // Fits by throughput, then memory; out of memory by memory; inapplicable last.
-    const double first = c.outcome == AdviseOutcome::kFits          ? -c.samples_per_gpu_per_s
-                         : c.outcome == AdviseOutcome::kOutOfMemory ? c.peak_memory_bytes
-                                                                    : 0;
-    const double second = c.outcome == AdviseOutcome::kFits ? c.peak_memory_bytes : 0;
-    return std::make_tuple(static_cast<int>(c.outcome), first, second);
-  };
-  std::stable_sort(
-      candidates.begin(), candidates.end(),
-      [&](const AdviseCandidate& a, const AdviseCandidate& b) { return rank(a) < rank(b); });
+  rank_candidates(candidates);
   return candidates;
 }
 

@@ -76,6 +76,16 @@ struct AdviseCandidate {
 std::vector<AdviseCandidate> advise_candidates(const AdviseSearch& search,
                                                const sim::ScheduleRegistry& registry);
 
+// Simulates candidate `c` of `search` with `generator` (its schedule's) and fills its metrics
+// and outcome; an InvalidArgument from the model or the schedule (parameters it does not take)
+// makes it inapplicable. What advise does for each candidate, for callers that spread the
+// candidates over processes themselves (`mpirun ... bubblesim advise`).
+void evaluate_candidate(AdviseCandidate& c, const AdviseSearch& search,
+                        const sim::ScheduleGenerator& generator);
+
+// Orders evaluated candidates (in advise_candidates' order) as advise returns them.
+void rank_candidates(std::vector<AdviseCandidate>& candidates);
+
 // Simulates every candidate (in parallel with oneTBB on `jobs` threads, 0 for all cores) and
 // returns them ranked: those that fit by throughput (highest first), then peak memory, then
 // the order of advise_candidates; then those out of memory by peak memory (smallest first); then

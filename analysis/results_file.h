@@ -90,7 +90,7 @@ struct SweepRow {
 // Which study a sweep table is of (attributes of /sweep), so that `bubblesim merge` joins only
 // tables of one study, and which shard of it the writer ran.
 struct SweepInfo {
-  std::string study_fingerprint;         // analysis::study_fingerprint of the study
+  std::string study_fingerprint;          // analysis::study_fingerprint of the study
   std::int32_t study_configurations = 0;  // how many the whole study has
   std::int32_t shard = 0, shards = 0;     // --shard K/N; 0 and 0 for the whole study
 

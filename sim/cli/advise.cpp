@@ -4,9 +4,16 @@
 #include <fmt/format.h>
 #include <fmt/ostream.h>
 
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
+
 #include <algorithm>
 #include <boost/program_options.hpp>
+#include <functional>
 #include <map>
+#include <memory>
+#include <optional>
 #include <sstream>
 
 #include "analysis/advise.h"
@@ -14,6 +21,9 @@
 #include "models/cluster.h"
 #include "sim/cli/commands.h"
 #include "sim/cli/progress.h"
+#include "sim/cli/ranks.h"
+#include "sim/cli/spread.h"
+#include "sim/cli/wire.h"
 
 namespace bubblesim::cli {
 
@@ -170,9 +180,23 @@ analysis::AdviseHardware cluster_hardware(const models::Cluster& cluster) {
   return hw;
 }
 
-}  // namespace
+// What every rank prepares from the command line.
+struct AdviseSetup {
+  analysis::AdviseSearch search;
+  std::string cluster_name;
+  int top = 5;
+  int jobs = 0;
+  Progress::Mode mode = Progress::Mode::kNone;
+  double rank_timeout_s = 600;
+  std::vector<analysis::AdviseCandidate> candidates;  // advise_candidates' order
+  std::string fingerprint;                            // of the candidates, for the ranks
+};
 
-int cmd_advise(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+// Parses the options, reads the model or cluster and lists the candidates; nothing after
+// printing --help to `out`.
+std::optional<AdviseSetup> prepare_advise(const std::vector<std::string>& args, std::ostream& out,
+                                          std::ostream& err,
+                                          const sim::ScheduleRegistry& registry) {
   po::options_description desc("options");
   // clang-format off
   desc.add_options()
@@ -202,7 +226,11 @@ int cmd_advise(const std::vector<std::string>& args, std::ostream& out, std::ost
      "GB/s between stages and for the data-parallel all-reduce (50: a 400 Gb/s link)")
     ("link-latency-ms", po::value<double>()->default_value(0.01), "latency of one hop, ms")
     ("top", po::value<int>()->default_value(5), "how many choices to list")
-    ("jobs,j", po::value<int>()->default_value(0, "all cores"), "configurations simulated at once")
+    ("jobs,j", po::value<int>()->default_value(0, "all cores"),
+     "configurations simulated at once (per MPI rank)")
+    ("rank-timeout", po::value<double>()->default_value(600),
+     "under MPI: seconds a rank may hold a batch (or take to start) without a word before the "
+     "job ends as failed")
     ("progress", po::value<std::string>()->default_value("auto"),
      "on standard error when the search takes over 1 s: bar, lines, none, auto");
   // clang-format on
@@ -215,14 +243,16 @@ int cmd_advise(const std::vector<std::string>& args, std::ostream& out, std::ost
           "Simulates every schedule, pipeline size p (a divisor of N; N/p data-parallel "
           "pipelines), microbatch size and chunk count for the model, and lists the "
           "highest predicted throughputs that fit in memory, then why the others "
-          "lost. Exit status 2 when nothing fits.")) {
-    return 0;
+          "lost. Exit status 2 when nothing fits. Under mpirun or srun the ranks share the "
+          "simulations and rank 0 prints.")) {
+    return std::nullopt;
   }
+  AdviseSetup setup;
   if (vm.count("model") == 0) throw InvalidArgument("option --model: give a model file");
-  analysis::AdviseSearch search;
+  analysis::AdviseSearch& search = setup.search;
   search.model = models::load_transformer(vm["model"].as<std::string>());
   analysis::AdviseHardware& hw = search.hardware;
-  std::string cluster_name;
+  std::string& cluster_name = setup.cluster_name;
   if (vm.count("cluster") != 0) {
     for (const char* option : {"gpu", "gpus", "link-gbps", "link-latency-ms"}) {
       if (!vm[option].defaulted()) {
@@ -276,27 +306,171 @@ int cmd_advise(const std::vector<std::string>& args, std::ostream& out, std::ost
     for (std::string name; std::getline(names, name, ',');)
       search.schedules.push_back(name);
   }
-  const int top = vm["top"].as<int>();
+  const int top = setup.top = vm["top"].as<int>();
   if (top < 1) throw InvalidArgument("option --top: expected at least 1");
-  const int jobs = vm["jobs"].as<int>();
+  const int jobs = setup.jobs = vm["jobs"].as<int>();
   if (jobs < 0 || jobs > 4096) {
     throw InvalidArgument("option -j/--jobs: expected 0 (all cores) to 4096, got " +
                           std::to_string(jobs));
   }
-  const Progress::Mode mode = progress_mode(vm["progress"].as<std::string>(), err);
-
-  const sim::ScheduleRegistry registry = make_schedule_registry();
-  const std::size_t total = analysis::advise_candidates(search, registry).size();
-  if (total == 0) {
+  setup.mode = progress_mode(vm["progress"].as<std::string>(), err);
+  setup.rank_timeout_s = vm["rank-timeout"].as<double>();
+  if (!(setup.rank_timeout_s > 0)) {
+    throw InvalidArgument("option --rank-timeout: expected a positive number of seconds");
+  }
+  setup.candidates = analysis::advise_candidates(search, registry);
+  if (setup.candidates.empty()) {
     throw InvalidArgument(fmt::format(
         "option --global-batch: {} samples split over no dp x b of the --microbatch-sizes "
         "(dp = N / p for each divisor p of {}); give a global batch they divide",
         search.global_batch, hw.gpus));
   }
-  Progress progress(err, mode, "bubblesim advise", "configurations", total, 0,
+  std::string labels;
+  for (const analysis::AdviseCandidate& c : setup.candidates)
+    labels += c.label() + "\n";
+  setup.fingerprint = fmt::format("{:016x}", std::hash<std::string>{}(labels));
+  return setup;
+}
+
+// The results of evaluated candidates as bytes (wire.h), and back into `candidates`.
+void write_results(WireWriter& w, const analysis::AdviseCandidate& c) {
+  w.number<std::int32_t>(static_cast<std::int32_t>(c.outcome));
+  w.text(c.reason);
+  for (const double x : {c.iteration_time_ms, c.allreduce_ms, c.bubble_rate, c.peak_memory_bytes,
+                         c.static_memory_bytes, c.samples_per_gpu_per_s}) {
+    w.number(x);
+  }
+}
+
+void read_results(WireReader& r, analysis::AdviseCandidate& c) {
+  c.outcome = static_cast<analysis::AdviseOutcome>(r.number<std::int32_t>());
+  c.reason = r.text();
+  for (double* x : {&c.iteration_time_ms, &c.allreduce_ms, &c.bubble_rate, &c.peak_memory_bytes,
+                    &c.static_memory_bytes, &c.samples_per_gpu_per_s}) {
+    *x = r.number<double>();
+  }
+}
+
+// Evaluates the candidates `items` with the cores of `arena`: their results as bytes.
+std::string evaluate_batch(const std::vector<std::size_t>& items, const AdviseSetup& setup,
+                           const sim::ScheduleRegistry& registry, tbb::task_arena& arena) {
+  std::vector<analysis::AdviseCandidate> batch(items.size());
+  arena.execute([&] {
+    tbb::parallel_for(tbb::blocked_range<std::size_t>(0, items.size()),
+                      [&](const tbb::blocked_range<std::size_t>& range) {
+                        for (std::size_t k = range.begin(); k != range.end(); ++k) {
+                          batch[k] = setup.candidates[items[k]];
+                          analysis::evaluate_candidate(batch[k], setup.search,
+                                                       registry.get(batch[k].schedule));
+                        }
+                      });
+  });
+  WireWriter w;
+  w.reserve(batch.size() * 128);
+  for (const analysis::AdviseCandidate& c : batch)
+    write_results(w, c);
+  return w.take();
+}
+
+// A rank other than 0: prepares as rank 0 does, then evaluates the batches it is given.
+int advise_worker(Ranks& ranks, const std::vector<std::string>& args, std::ostream& err) {
+  const sim::ScheduleRegistry registry = make_schedule_registry();
+  std::ostringstream ignored;
+  std::optional<AdviseSetup> setup;
+  std::string error;
+  try {
+    setup = prepare_advise(args, ignored, err, registry);
+  } catch (const std::exception& e) {
+    error = e.what();
+    if (error.empty()) error = "cannot prepare the search";
+  }
+  std::optional<tbb::task_arena> arena;
+  if (setup) arena.emplace(setup->jobs == 0 ? tbb::task_arena::automatic : setup->jobs);
+  const double timeout_s = setup ? setup->rank_timeout_s : 600;
+  try {
+    const int status = report_ready(ranks, error, setup ? setup->fingerprint : "",
+                                    arena ? arena->max_concurrency() : 1, timeout_s);
+    if (status >= 0) return status;
+    return serve(
+        ranks,
+        [&](const std::vector<std::size_t>& items) {
+          return evaluate_batch(items, *setup, registry, *arena);
+        },
+        timeout_s);
+  } catch (const RankZeroLost& e) {
+    // Rank 0 is gone: nothing else will end this job.
+    fmt::print(err, "bubblesim advise: error: {}\n", e.what());
+    err.flush();
+    ranks.abort(1);
+    return 1;
+  }
+}
+
+}  // namespace
+
+int cmd_advise(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  const std::unique_ptr<Ranks> ranks = make_ranks();
+  if (ranks->rank() != 0) return advise_worker(*ranks, args, err);
+  const bool distributed = ranks->size() > 1;
+  const sim::ScheduleRegistry registry = make_schedule_registry();
+  std::optional<AdviseSetup> setup;
+  try {
+    setup = prepare_advise(args, out, err, registry);
+  } catch (...) {
+    if (distributed) quit_workers(*ranks, 0);  // the job's status is rank 0's (spread.h)
+    throw;
+  }
+  if (!setup) {
+    if (distributed) quit_workers(*ranks, 0);
+    return 0;
+  }
+  const analysis::AdviseSearch& search = setup->search;
+  const analysis::AdviseHardware& hw = search.hardware;
+  const std::string& cluster_name = setup->cluster_name;
+  const int top = setup->top;
+  const std::size_t total = setup->candidates.size();
+  Progress progress(err, setup->mode, "bubblesim advise", "configurations", total, 0,
                     kProgressDelaySeconds);
-  const std::vector<analysis::AdviseCandidate> ranked = analysis::advise(
-      search, registry, jobs, [&](std::size_t done, std::size_t) { progress.update(done); });
+  std::vector<analysis::AdviseCandidate> ranked;
+  if (!distributed) {
+    ranked = analysis::advise(search, registry, setup->jobs,
+                              [&](std::size_t done, std::size_t) { progress.update(done); });
+  } else {
+    tbb::task_arena arena(setup->jobs == 0 ? tbb::task_arena::automatic : setup->jobs);
+    SpreadOptions options;
+    options.rank_timeout_s = setup->rank_timeout_s;
+    options.threads =
+        start_workers(*ranks, setup->fingerprint, arena.max_concurrency(), setup->rank_timeout_s);
+    std::vector<std::size_t> items(total);
+    for (std::size_t i = 0; i < total; ++i)
+      items[i] = i;
+    ranked = setup->candidates;
+    try {
+      const SpreadOutcome outcome = coordinate(
+          *ranks, items,
+          [&](const std::vector<std::size_t>& batch) {
+            return evaluate_batch(batch, *setup, registry, arena);
+          },
+          [&](const std::vector<std::size_t>& batch, const std::string& results) {
+            WireReader r(results);
+            for (const std::size_t i : batch)
+              read_results(r, ranked[i]);
+            BUBBLESIM_CHECK(r.done(), "a batch's results hold more candidates than asked");
+          },
+          [&](std::size_t done) { progress.update(done); }, options);
+      BUBBLESIM_CHECK(outcome.stop_signal != 0 || outcome.done == total,
+                      "candidates left unevaluated");
+      if (outcome.stop_signal != 0) throw Error("stopped by a signal before the search ended");
+    } catch (const std::exception& e) {
+      std::string why = e.what();
+      std::replace(why.begin(), why.end(), '\n', ' ');
+      fmt::print(err, "bubblesim advise: error: {}\n", why);
+      err.flush();
+      ranks->abort(1);
+      return 1;
+    }
+    analysis::rank_candidates(ranked);
+  }
   progress.update(total, true);
 
   fmt::print(out,

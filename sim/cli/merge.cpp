@@ -83,9 +83,9 @@ int cmd_merge(const std::vector<std::string>& args, const std::string& command_l
       }
       const auto [it, added] = rows.try_emplace(row.index, row, file);
       if (!added && !(it->second.first == row)) {
-        throw InvalidArgument(fmt::format(
-            "{} and {} hold different rows for configuration {} ('{}')", it->second.second, file,
-            row.index, row.key));
+        throw InvalidArgument(
+            fmt::format("{} and {} hold different rows for configuration {} ('{}')",
+                        it->second.second, file, row.index, row.key));
       }
     }
   }

@@ -26,7 +26,7 @@ class SingleProcess : public Ranks {
     ::gethostname(name, sizeof name - 1);
     return name;
   }
-  void send(int to, int, const std::string&) override {
+  void send(int to, int, const std::string&, std::chrono::duration<double>) override {
     throw InternalError("send to rank " + std::to_string(to) + " in a single process");
   }
   std::optional<RankMessage> receive(std::chrono::duration<double>) override { return {}; }
@@ -57,8 +57,8 @@ std::unique_ptr<Ranks> make_ranks() {
 #ifdef BUBBLESIM_HAVE_MPI
   std::unique_ptr<Ranks> ranks = make_mpi_ranks();
   if (ranks->size() != tasks) {
-    throw InvalidArgument("started as one of " + std::to_string(tasks) +
-                          " tasks, but MPI sees " + std::to_string(ranks->size()) +
+    throw InvalidArgument("started as one of " + std::to_string(tasks) + " tasks, but MPI sees " +
+                          std::to_string(ranks->size()) +
                           " rank(s): under Slurm, give srun --mpi=pmix (or pmi2)");
   }
   return ranks;

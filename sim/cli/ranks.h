@@ -24,10 +24,13 @@ class Ranks {
   virtual int size() const = 0;
   // The machine this rank runs on, for messages.
   virtual std::string host() const = 0;
-  // Sends `bytes` to rank `to` (not this one). Throws Error when the job's communication fails.
-  virtual void send(int to, int tag, const std::string& bytes) = 0;
+  // Sends `bytes` to rank `to` (not this one) and returns once they are on their way. A large
+  // message waits for `to` to take it: after `timeout` without that (a stopped or hung rank),
+  // throws Error; so does a failure of the job's communication.
+  virtual void send(int to, int tag, const std::string& bytes,
+                    std::chrono::duration<double> timeout) = 0;
   // The next message from any rank, or nothing after `timeout` without one. Waits by polling
-  // with short sleeps, so a waiting rank leaves its cores to the simulations.
+  // with sleeps of up to 1 ms, so a waiting rank leaves its cores to the simulations.
   virtual std::optional<RankMessage> receive(std::chrono::duration<double> timeout) = 0;
   // Ends every rank of the job at once with `status`, for a failure that leaves ranks waiting
   // for each other; does nothing on a single process.

@@ -1,6 +1,7 @@
 // MPI's ranks (ranks.h), built only where CMake finds MPI (BUBBLESIM_WITH_MPI).
 #include <mpi.h>
 
+#include <algorithm>
 #include <thread>
 
 #include "sim/cli/ranks.h"
@@ -40,18 +41,36 @@ class MpiRanks : public Ranks {
   int size() const override { return size_; }
   std::string host() const override { return host_; }
 
-  void send(int to, int tag, const std::string& bytes) override {
-    const int rc = MPI_Send(bytes.data(), static_cast<int>(bytes.size()), MPI_BYTE, to, tag,
-                            MPI_COMM_WORLD);
+  void send(int to, int tag, const std::string& bytes,
+            std::chrono::duration<double> timeout) override {
+    // Not MPI_Send: a message above the eager limit would block it until `to` takes it,
+    // forever for a stopped rank, and rank 0 would never see the timeout.
+    MPI_Request request;
+    int rc = MPI_Isend(bytes.data(), static_cast<int>(bytes.size()), MPI_BYTE, to, tag,
+                       MPI_COMM_WORLD, &request);
+    const auto until = std::chrono::steady_clock::now() + timeout;
+    auto nap = std::chrono::microseconds(20);
+    for (int done = 0; rc == MPI_SUCCESS;) {
+      rc = MPI_Test(&request, &done, MPI_STATUS_IGNORE);
+      if (rc != MPI_SUCCESS || done != 0) break;
+      if (std::chrono::steady_clock::now() >= until) {
+        throw Error("MPI: rank " + std::to_string(to) + " did not take a message for " +
+                    format_number(std::chrono::duration<double>(timeout).count()) + " s");
+      }
+      std::this_thread::sleep_for(nap);
+      nap = std::min(2 * nap, std::chrono::microseconds(1000));
+    }
     if (rc != MPI_SUCCESS) {
       throw Error("MPI: cannot send to rank " + std::to_string(to) + ": " + mpi_error_text(rc));
     }
   }
 
   std::optional<RankMessage> receive(std::chrono::duration<double> timeout) override {
-    // Open MPI's blocking receive spins on a core; probing with short sleeps leaves the cores
-    // to the simulations at a cost of ~100 us of latency per message.
+    // Open MPI's blocking receive spins on a core; probing with sleeps that grow from 100 us
+    // to 1 ms leaves the cores to the simulations, at a cost of at most ~1 ms of latency per
+    // message (batches last a quarter of a second: spread.h).
     const auto until = std::chrono::steady_clock::now() + timeout;
+    auto nap = std::chrono::microseconds(100);
     for (;;) {
       int flag = 0;
       MPI_Status status;
@@ -65,13 +84,16 @@ class MpiRanks : public Ranks {
         rc = MPI_Recv(message.bytes.data(), count, MPI_BYTE, status.MPI_SOURCE, status.MPI_TAG,
                       MPI_COMM_WORLD, MPI_STATUS_IGNORE);
         if (rc != MPI_SUCCESS) {
-          throw Error("MPI: cannot receive from rank " + std::to_string(status.MPI_SOURCE) +
-                      ": " + mpi_error_text(rc));
+          throw Error("MPI: cannot receive from rank " + std::to_string(status.MPI_SOURCE) + ": " +
+                      mpi_error_text(rc));
         }
         return message;
       }
-      if (std::chrono::steady_clock::now() >= until) return std::nullopt;
-      std::this_thread::sleep_for(std::chrono::microseconds(50));
+      const auto now = std::chrono::steady_clock::now();
+      if (now >= until) return std::nullopt;
+      std::this_thread::sleep_for(
+          std::min(nap, std::chrono::duration_cast<std::chrono::microseconds>(until - now)));
+      nap = std::min(2 * nap, std::chrono::microseconds(1000));
     }
   }
 

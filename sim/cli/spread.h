@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -22,31 +23,42 @@ namespace bubblesim::cli {
 // worker the job then ends with rank 0 reporting the message.
 using EvaluateBatch = std::function<std::string(const std::vector<std::size_t>& items)>;
 
+// A worker heard nothing from rank 0 for the timeout it was given: rank 0 died or hangs (under
+// srun the other tasks of a step may outlive it). The caller says so and ends the job
+// (Ranks::abort).
+class RankZeroLost : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 // Setup --------------------------------------------------------------------------------------
 
 // A worker (rank > 0), once its preparation is over: reports to rank 0 that it is ready
 // (`error` empty; `fingerprint` identifies its inputs, `threads` its cores) or why it failed,
 // then waits. Returns -1 when rank 0 says go, else the exit status rank 0 asks it to end with.
+// Throws RankZeroLost after `timeout_s` without an answer.
 int report_ready(Ranks& ranks, const std::string& error, const std::string& fingerprint,
-                 int threads);
+                 int threads, double timeout_s = 600);
 
 // Rank 0, when it will not start the work (its own preparation failed, or --help): tells every
-// worker to end with `status`.
+// worker to end with `status`. Give 0 even after a failure: mpirun ends the whole job when a
+// rank exits with another status, maybe before rank 0 has printed why; the job's status is
+// rank 0's.
 void quit_workers(Ranks& ranks, int status);
 
 // Rank 0, once its own preparation is over: waits (at most `timeout_s`) for every worker's
 // report and says go. Returns the threads of each rank (index = rank; `own_threads` for rank 0).
 // When a worker failed, read other inputs (another fingerprint) or did not report in time,
-// tells every worker to end with status 2 and throws InvalidArgument "rank R on HOST: why".
+// tells every worker to end (status 0) and throws InvalidArgument "rank R on HOST: why".
 std::vector<int> start_workers(Ranks& ranks, const std::string& fingerprint, int own_threads,
                                double timeout_s);
 
 // Work ---------------------------------------------------------------------------------------
 
 struct SpreadOptions {
-  double rank_timeout_s = 600;    // a rank holding a batch this long without a word is lost
-  double batch_seconds = 0.25;    // a batch is about this much work for the rank that asks
-  std::vector<int> threads;       // of each rank (start_workers)
+  double rank_timeout_s = 600;  // a rank holding a batch this long without a word is lost
+  double batch_seconds = 0.25;  // a batch is about this much work for the rank that asks
+  std::vector<int> threads;     // of each rank (start_workers)
 };
 
 struct SpreadOutcome {
@@ -61,16 +73,16 @@ struct SpreadOutcome {
 // writes). Throws Error "rank R on HOST: ..." when a worker fails or holds a batch beyond the
 // timeout: the workers are then left waiting and the caller, after saving what it has, ends
 // the job with Ranks::abort.
-SpreadOutcome coordinate(Ranks& ranks, const std::vector<std::size_t>& items,
-                         const EvaluateBatch& local,
-                         const std::function<void(const std::vector<std::size_t>& batch,
-                                                  const std::string& results)>& accept,
-                         const std::function<void(std::size_t done)>& tick,
-                         const SpreadOptions& options);
+SpreadOutcome coordinate(
+    Ranks& ranks, const std::vector<std::size_t>& items, const EvaluateBatch& local,
+    const std::function<void(const std::vector<std::size_t>& batch, const std::string& results)>&
+        accept,
+    const std::function<void(std::size_t done)>& tick, const SpreadOptions& options);
 
 // A worker: asks rank 0 for batches and evaluates them with `evaluate` until told to stop.
 // After a stop signal of its own it returns its batch's results and leaves. Returns 0, or 1
-// after `evaluate` threw (rank 0 has been told why).
-int serve(Ranks& ranks, const EvaluateBatch& evaluate);
+// after `evaluate` threw (rank 0 has been told why). Throws RankZeroLost when rank 0 does not
+// answer a request within `timeout_s` (it answers at once while it runs).
+int serve(Ranks& ranks, const EvaluateBatch& evaluate, double timeout_s = 600);
 
 }  // namespace bubblesim::cli

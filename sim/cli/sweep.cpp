@@ -37,8 +37,12 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Rows are written at least this often while the sweep runs (and when it stops).
+// Rows are written every 5 s while the sweep runs (and when it stops), or, once the table is
+// large, after kWriteCostFactor times as long as the last write took: each write rewrites the
+// whole table (atomic writer), and must not take more than ~5% of the run (a million rows take
+// seconds to write).
 constexpr double kWriteEverySeconds = 5;
+constexpr double kWriteCostFactor = 20;
 
 // The table's inputs of a configuration as the study gives them, for a row whose run failed
 // before its inputs were read.
@@ -173,7 +177,6 @@ std::vector<analysis::RunRecord> best_runs(
   return records;
 }
 
-
 // --shard K/N: the configurations whose index is K-1 modulo N (interleaved, so that every
 // shard gets a fair share of each axis's costly end). n = 0: the whole study.
 struct Shard {
@@ -189,8 +192,10 @@ Shard parse_shard(const std::string& text) {
   std::istringstream in(text);
   if (!(in >> shard.k >> slash >> shard.n) || slash != '/' || !in.eof() || shard.n < 1 ||
       shard.n > 1'000'000 || shard.k < 1 || shard.k > shard.n) {
-    throw InvalidArgument("option --shard: expected K/N with 1 <= K <= N (the K-th of N parts), "
-                          "got '" + text + "'");
+    throw InvalidArgument(
+        "option --shard: expected K/N with 1 <= K <= N (the K-th of N parts), "
+        "got '" +
+        text + "'");
   }
   return shard;
 }
@@ -202,8 +207,8 @@ void write_row(WireWriter& w, const analysis::SweepRow& row) {
   w.number(row.pp);
   w.number(row.microbatches);
   w.number(row.chunks);
-  for (const double x : {row.f_ms, row.b_ms, row.w_ms, row.comm_ms, row.m_b, row.m_w,
-                         row.mem_limit}) {
+  for (const double x :
+       {row.f_ms, row.b_ms, row.w_ms, row.comm_ms, row.m_b, row.m_w, row.mem_limit}) {
     w.number(x);
   }
   w.text(row.model);
@@ -228,8 +233,8 @@ analysis::SweepRow read_row(WireReader& r) {
   row.pp = r.number<std::int32_t>();
   row.microbatches = r.number<std::int32_t>();
   row.chunks = r.number<std::int32_t>();
-  for (double* x : {&row.f_ms, &row.b_ms, &row.w_ms, &row.comm_ms, &row.m_b, &row.m_w,
-                    &row.mem_limit}) {
+  for (double* x :
+       {&row.f_ms, &row.b_ms, &row.w_ms, &row.comm_ms, &row.m_b, &row.m_w, &row.mem_limit}) {
     *x = r.number<double>();
   }
   row.model = r.text();
@@ -368,15 +373,18 @@ std::string simulate_batch(const std::vector<std::size_t>& items, const analysis
                       [&](const tbb::blocked_range<std::size_t>& range) {
                         for (std::size_t k = range.begin(); k != range.end(); ++k) {
                           batch[k] = simulate_configuration(study.configurations[items[k]],
-                                                            static_cast<int>(items[k]),
-                                                            run_options, registry);
+                                                            static_cast<int>(items[k]), run_options,
+                                                            registry);
                         }
                       });
   });
   WireWriter w;
+  // ~250 bytes and the key per row; reserved, as growing a large message costs more than
+  // writing it.
+  w.reserve(batch.size() * (256 + (batch.empty() ? 0 : batch.front().key.size())));
   for (const analysis::SweepRow& row : batch)
     write_row(w, row);
-  return w.bytes();
+  return w.take();
 }
 
 // A rank other than 0: prepares as rank 0 does, reports, then simulates the batches it is
@@ -395,14 +403,26 @@ int sweep_worker(Ranks& ranks, const std::vector<std::string>& args, std::ostrea
   }
   std::optional<tbb::task_arena> arena;
   if (setup) arena.emplace(setup->jobs == 0 ? tbb::task_arena::automatic : setup->jobs);
-  const int status = report_ready(ranks, error, setup ? setup->fingerprint : "",
-                                  arena ? arena->max_concurrency() : 1);
-  if (status >= 0) return status;
-  po::options_description run_options;
-  add_run_options(run_options);
-  return serve(ranks, [&](const std::vector<std::size_t>& items) {
-    return simulate_batch(items, setup->study, run_options, registry, *arena);
-  });
+  const double timeout_s = setup ? setup->rank_timeout_s : 600;
+  try {
+    const int status = report_ready(ranks, error, setup ? setup->fingerprint : "",
+                                    arena ? arena->max_concurrency() : 1, timeout_s);
+    if (status >= 0) return status;
+    po::options_description run_options;
+    add_run_options(run_options);
+    return serve(
+        ranks,
+        [&](const std::vector<std::size_t>& items) {
+          return simulate_batch(items, setup->study, run_options, registry, *arena);
+        },
+        timeout_s);
+  } catch (const RankZeroLost& e) {
+    // Rank 0 is gone: nothing else will end this job.
+    fmt::print(err, "bubblesim sweep: error: {}\n", e.what());
+    err.flush();
+    ranks.abort(1);
+    return 1;
+  }
 }
 
 }  // namespace
@@ -459,15 +479,15 @@ int cmd_sweep(const std::vector<std::string>& args, const std::string& command_l
       stopped_by_limit = true;
     }
   } catch (...) {
-    if (distributed) quit_workers(*ranks, 2);
+    if (distributed) quit_workers(*ranks, 0);  // the job's status is rank 0's (spread.h)
     throw;
   }
   const SweepSetup& setup = *prepared;
   const std::size_t total = setup.study.configurations.size();
 
   const analysis::WriterInfo writer{BUBBLESIM_VERSION, command_line};
-  const analysis::SweepInfo info{setup.fingerprint, static_cast<std::int32_t>(total),
-                                 setup.shard.k, setup.shard.n};
+  const analysis::SweepInfo info{setup.fingerprint, static_cast<std::int32_t>(total), setup.shard.k,
+                                 setup.shard.n};
   const auto write = [&] {
     std::vector<analysis::SweepRow> table;
     for (const std::optional<analysis::SweepRow>& row : rows) {
@@ -489,10 +509,15 @@ int cmd_sweep(const std::vector<std::string>& args, const std::string& command_l
   Progress progress(err, setup.mode, "bubblesim sweep", "configurations", in_shard, done_before);
   std::size_t done_now = 0;
   auto last_write = Clock::now();
+  double write_every_s = kWriteEverySeconds;
   const auto write_now_and_then = [&] {
-    if (std::chrono::duration<double>(Clock::now() - last_write).count() >= kWriteEverySeconds) {
+    if (std::chrono::duration<double>(Clock::now() - last_write).count() >= write_every_s) {
+      const auto start = Clock::now();
       write();
       last_write = Clock::now();
+      write_every_s =
+          std::max(kWriteEverySeconds,
+                   kWriteCostFactor * std::chrono::duration<double>(last_write - start).count());
     }
   };
   int stop_signal = 0;
@@ -521,6 +546,7 @@ int cmd_sweep(const std::vector<std::string>& args, const std::string& command_l
     // A signal that came after the last configuration stopped nothing: the sweep is complete.
     if (stop_signal == 0 && done_now < pending.size()) stop_signal = StopSignals::stop_signal();
   } else {
+    bool saved_at_signal = false;
     SpreadOptions options;
     options.rank_timeout_s = setup.rank_timeout_s;
     options.threads =
@@ -543,11 +569,21 @@ int cmd_sweep(const std::vector<std::string>& args, const std::string& command_l
           [&](std::size_t done) {
             done_now = done;
             progress.update(done_now);
+            // At a signal, the rows so far are saved at once: when a rank died, mpirun sends
+            // SIGCONT, then SIGTERM 1 s later, and may kill rank 0 soon after, before the
+            // batches under way come back.
+            if (StopSignals::take_save_request() ||
+                (!saved_at_signal && StopSignals::stop_signal() != 0)) {
+              write();
+              last_write = Clock::now();
+              saved_at_signal = StopSignals::stop_signal() != 0;
+            }
             write_now_and_then();
           },
           options);
       done_now = outcome.done;
-      stop_signal = outcome.stop_signal;
+      // As above: a signal after the last configuration stopped nothing.
+      stop_signal = done_now < pending.size() ? outcome.stop_signal : 0;
     } catch (const std::exception& e) {
       // A rank failed or went silent: the others wait for answers that will not come. Keep
       // the finished rows, say why, and end the job.
@@ -576,20 +612,22 @@ int cmd_sweep(const std::vector<std::string>& args, const std::string& command_l
   for (std::size_t i = 0; i < total; ++i)
     failed += rows[i] && setup.shard.has(i) && rows[i]->status != "ok";
   const std::size_t present = count_present();
-  fmt::print(out,
-             "{}: /sweep/table holds {} of {} configurations{} ({} simulated now{}, {} from the "
-             "file; {} failed, see their 'error')\n",
-             setup.out_path, present, in_shard,
-             setup.shard.n == 0
-                 ? ""
-                 : fmt::format(" of shard {}/{} (the study has {})", setup.shard.k,
-                               setup.shard.n, total),
-             done_now, distributed ? fmt::format(" by {} ranks", ranks->size()) : "",
-             done_before, failed);
+  // Under mpirun a signal tears down the forwarding of standard output before the ranks end:
+  // the summary of a stopped job goes to standard error, flushed at once.
+  std::ostream& summary = distributed && stop_signal != 0 ? err : out;
+  fmt::print(
+      summary,
+      "{}: /sweep/table holds {} of {} configurations ({}{} simulated now{}, {} from the "
+      "file; {} failed, see their 'error')\n",
+      setup.out_path, present, in_shard,
+      setup.shard.n == 0
+          ? ""
+          : fmt::format("shard {}/{} of a study of {}; ", setup.shard.k, setup.shard.n, total),
+      done_now, distributed ? fmt::format(" by {} ranks", ranks->size()) : "", done_before, failed);
   if (stop_signal != 0 || stopped_by_limit) {
-    fmt::print(out, "stopped by {}: rerun the same command to simulate the {} left\n",
-               stop_signal != 0 ? StopSignals::name(stop_signal) : "--limit",
-               in_shard - present);
+    fmt::print(summary, "stopped by {}: rerun the same command to simulate the {} left\n",
+               stop_signal != 0 ? StopSignals::name(stop_signal) : "--limit", in_shard - present);
+    summary.flush();
     return stop_signal != 0 ? 128 + stop_signal : 0;
   }
   if (setup.keep_best > 0) {

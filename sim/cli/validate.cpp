@@ -70,7 +70,8 @@ int cmd_validate(const std::vector<std::string>& args, std::ostream& out, std::o
   std::unique_ptr<Progress> progress;
   const Progress::Mode mode = progress_mode(vm["progress"].as<std::string>(), err);
   const std::vector<analysis::ValidationRow> rows = analysis::run_reference_sets(
-      vm["dir"].as<std::string>(), registry, [&](std::size_t done, std::size_t total) {
+      vm["dir"].as<std::string>(), registry,
+      [&](std::size_t done, std::size_t total) {
         if (!progress) {
           progress =
               std::make_unique<Progress>(err, mode, "bubblesim validate", "rows", total, 0, 1.0);

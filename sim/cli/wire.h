@@ -24,7 +24,11 @@ class WireWriter {
     number<std::uint64_t>(s.size());
     bytes_ += s;
   }
+  // Room for `n` bytes in all, so that a large message is not copied as it grows.
+  void reserve(std::size_t n) { bytes_.reserve(n); }
   const std::string& bytes() const { return bytes_; }
+  // The bytes, moved out.
+  std::string take() { return std::move(bytes_); }
 
  private:
   std::string bytes_;
