@@ -1,3 +1,8 @@
+// GCC 12 warns about std::regex's own code at -O1 (a false positive, GCC bug 105562).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
 #include "traces/kineto_trace.h"
 
 #include <rapidjson/error/en.h>
@@ -13,6 +18,7 @@
 #include <memory>
 #include <optional>
 #include <queue>
+#include <regex>
 #include <string_view>
 #include <unordered_map>
 #include <utility>
@@ -309,6 +315,7 @@ struct TraceRecords {
   std::vector<Range> cpu_ranges, gpu_ranges, nccl_ranges;
   std::vector<NcclKernel> nccl;
   std::vector<PassSample> direct;  // bubblesim_op events
+  std::vector<TimeNs> boundaries;  // starts of the iteration ranges
   std::map<std::int32_t, std::string> device_names;
 };
 
@@ -316,8 +323,8 @@ struct TraceRecords {
 // the events array (at events_level_), their args one level deeper.
 class Handler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Handler> {
  public:
-  Handler(const RangeLabeller& labeller, TraceRecords& records)
-      : labeller_(labeller), records_(records) {}
+  Handler(const RangeLabeller& labeller, const std::regex& iteration, TraceRecords& records)
+      : labeller_(labeller), iteration_(iteration), records_(records) {}
 
   const std::string& error() const { return error_; }
   bool found_events() const { return events_level_ != 0; }
@@ -575,6 +582,8 @@ class Handler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Handler> 
           append(records_.nccl_ranges, Range{start, end, e.pid, {}, collective_of_text(e.name)});
         } else if (const auto label = label_of(e.name)) {
           append(records_.cpu_ranges, Range{start, end, e.pid, *label, Collective::Unknown});
+        } else if (is_boundary(e.name)) {
+          append(records_.boundaries, start);
         }
         break;
       case Category::GpuAnnotation:
@@ -607,7 +616,15 @@ class Handler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Handler> 
     return labels_.emplace(name, labeller_.label(name)).first->second;
   }
 
+  // Whether a range starts an iteration, through a cache.
+  bool is_boundary(const std::string& name) {
+    const auto it = boundaries_.find(name);
+    if (it != boundaries_.end()) return it->second;
+    return boundaries_.emplace(name, std::regex_match(name, iteration_)).first->second;
+  }
+
   const RangeLabeller& labeller_;
+  const std::regex& iteration_;
   TraceRecords& records_;
   std::string error_;
   int level_ = 0;
@@ -626,6 +643,7 @@ class Handler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Handler> 
   std::string device_name_;
   std::unordered_map<std::string, std::int64_t> string_pids_;
   std::unordered_map<std::string, std::optional<RangeLabel>> labels_;
+  std::unordered_map<std::string, bool> boundaries_;
 };
 
 // A point in time on a process or device, to be placed in the ranges of that key.
@@ -666,9 +684,10 @@ void place(std::vector<Range>& ranges, std::vector<Query>& queries, Match match)
   }
 }
 
-void read_trace(const std::string& path, const RangeLabeller& labeller, TraceRecords& records) {
+void read_trace(const std::string& path, const RangeLabeller& labeller, const std::regex& iteration,
+                TraceRecords& records) {
   InflatingStream stream(path);
-  Handler handler(labeller, records);
+  Handler handler(labeller, iteration, records);
   rapidjson::Reader reader;
   const rapidjson::ParseResult result =
       reader.Parse<rapidjson::kParseNumbersAsStringsFlag>(stream, handler);
@@ -748,13 +767,54 @@ void add_trace(TraceRecords& r, std::int32_t trace, Profile& profile) {
     r.nccl[q.item].from_annotation = r.nccl_ranges[range].collective;
   });
 
-  std::size_t first = profile.passes.size();
-  for (auto* samples : {&cpu_samples, &gpu_samples, &r.direct}) {
-    for (PassSample& s : *samples) {
-      if (s.gpu_ops == 0) continue;
-      s.trace = trace;
-      profile.passes.push_back(s);
+  // A trace without GPU work (recorded on CPU): each labelled range is timed by itself.
+  const bool cpu_timed = r.ops.empty() && r.direct.empty();
+  if (cpu_timed) {
+    for (std::size_t i = 0; i < r.cpu_ranges.size(); ++i) {
+      const Range& range = r.cpu_ranges[i];
+      cpu_samples[i] = PassSample{range.label,
+                                  trace,
+                                  range.key,
+                                  range.start_ns,
+                                  range.end_ns,
+                                  range.end_ns - range.start_ns,
+                                  0};
     }
+  }
+
+  // Iterations: boundaries at or before the start of each sample's range.
+  std::sort(r.boundaries.begin(), r.boundaries.end());
+  const auto iteration_at = [&](TimeNs start) {
+    return static_cast<std::int32_t>(
+        std::upper_bound(r.boundaries.begin(), r.boundaries.end(), start) - r.boundaries.begin());
+  };
+  std::size_t first = profile.passes.size();
+  for (std::size_t i = 0; i < cpu_samples.size(); ++i) {
+    if (cpu_samples[i].gpu_ops == 0 && !cpu_timed) continue;
+    cpu_samples[i].iteration = iteration_at(r.cpu_ranges[i].start_ns);
+    profile.passes.push_back(cpu_samples[i]);
+    if (cpu_timed) ++profile.cpu_timed_passes;
+  }
+  for (std::size_t i = 0; i < gpu_samples.size(); ++i) {
+    if (gpu_samples[i].gpu_ops == 0) continue;
+    gpu_samples[i].iteration = iteration_at(r.gpu_ranges[i].start_ns);
+    profile.passes.push_back(gpu_samples[i]);
+  }
+  for (PassSample& s : r.direct) {
+    s.trace = trace;
+    s.iteration = iteration_at(s.gpu_start_ns);
+    profile.passes.push_back(s);
+  }
+  // Renumbered 0, 1, ... over the iterations that hold samples.
+  std::vector<std::int32_t> held;
+  for (std::size_t i = first; i < profile.passes.size(); ++i)
+    held.push_back(profile.passes[i].iteration);
+  std::sort(held.begin(), held.end());
+  held.erase(std::unique(held.begin(), held.end()), held.end());
+  for (std::size_t i = first; i < profile.passes.size(); ++i) {
+    PassSample& s = profile.passes[i];
+    s.iteration = static_cast<std::int32_t>(
+        std::lower_bound(held.begin(), held.end(), s.iteration) - held.begin());
   }
   std::stable_sort(
       profile.passes.begin() + static_cast<std::ptrdiff_t>(first), profile.passes.end(),
@@ -802,11 +862,19 @@ void add_trace(TraceRecords& r, std::int32_t trace, Profile& profile) {
 
 }  // namespace
 
-Profile import_kineto_traces(const std::vector<std::string>& paths, const RangeLabeller& labeller) {
+Profile import_kineto_traces(const std::vector<std::string>& paths, const RangeLabeller& labeller,
+                             const std::string& iteration_pattern) {
+  std::regex iteration;
+  try {
+    iteration = std::regex(iteration_pattern, std::regex::ECMAScript | std::regex::optimize);
+  } catch (const std::regex_error& e) {
+    throw InvalidArgument("option --iteration-regex: '" + iteration_pattern +
+                          "' is not a valid regular expression: " + e.what());
+  }
   Profile profile;
   for (std::size_t i = 0; i < paths.size(); ++i) {
     TraceRecords records;
-    read_trace(paths[i], labeller, records);
+    read_trace(paths[i], labeller, iteration, records);
     add_trace(records, static_cast<std::int32_t>(i), profile);
   }
   return profile;

@@ -51,6 +51,7 @@ commands:
   report      tables of a results file's runs and sweep; --html/--svg pictures
   advise      search schedules, p, m, v and microbatch size for a model on N GPUs
   import      read PyTorch profiler (Kineto) traces and print per-pass statistics
+  replay      simulate what the traces executed and compare with what they measured
   validate    run the zero-bubble authors' reference sets and compare the schedulers
   profile     run a command with the CUPTI profiler injected (bubblesim profile -- CMD...)
 
@@ -561,12 +562,16 @@ int cmd_import(const std::vector<std::string>& args, const std::string& command_
      "and optionally stage, microbatch, chunk, instead of PyTorch's PP:<stage><F|I|W|B><mb>")
     ("out", po::value<std::string>(),
      "also write the profile (every pass and NCCL sample, the devices) to this HDF5 profile "
-     "file, replacing it (docs/profile-format.md); 'simulate --profile' reads it");
+     "file, replacing it (docs/profile-format.md); 'simulate --profile' reads it")
+    ("iteration-regex", po::value<std::string>(),
+     "ranges whose name matches start an iteration (default: the optimizer step)")
+    ("write-schedule", po::value<std::string>(),
+     "also write the executed order of the first complete iteration to this PyTorch CSV file");
   // clang-format on
   po::variables_map vm;
   if (!parse(args, desc, vm, out,
              "usage: bubblesim import TRACE... [--summary | --json] [--label-regex REGEX] "
-             "[--out PROFILE.h5]\n\n"
+             "[--out PROFILE.h5] [--iteration-regex REGEX] [--write-schedule FILE.csv]\n\n"
              "Reads PyTorch profiler (Kineto) Chrome-trace JSON files, plain or .gz, attributes "
              "their kernels to the pipeline passes' labelled ranges and prints per stage and "
              "pass the kernel time, and the NCCL kernels by collective.",
@@ -583,8 +588,15 @@ int cmd_import(const std::vector<std::string>& args, const std::string& command_
   } else {
     labeller = std::make_unique<traces::PipeliningLabeller>();
   }
-  const traces::Profile profile =
-      traces::import_kineto_traces(vm["trace"].as<std::vector<std::string>>(), *labeller);
+  const traces::Profile profile = traces::import_kineto_traces(
+      vm["trace"].as<std::vector<std::string>>(), *labeller,
+      vm.count("iteration-regex") != 0 ? vm["iteration-regex"].as<std::string>()
+                                       : std::string(traces::kOptimizerStepPattern));
+  const std::string write_schedule =
+      vm.count("write-schedule") != 0 ? vm["write-schedule"].as<std::string>() : "";
+  // The executed order first: it is what refuses (no complete iteration to write).
+  std::ostringstream executed;
+  write_executed_summary(executed, profile, write_schedule);
   if (vm.count("out") != 0) {
     const std::string path = vm["out"].as<std::string>();
     if (path.empty()) throw InvalidArgument("option --out: expected a file name");
@@ -594,6 +606,7 @@ int cmd_import(const std::vector<std::string>& args, const std::string& command_
     write_profile_json(out, profile);
   } else {
     write_profile_table(out, profile);
+    out << executed.str();
   }
   return 0;
 }
@@ -676,16 +689,18 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
       status = cmd_validate(rest, buffer, err);
     } else if (command == "import") {
       status = cmd_import(rest, "bubblesim " + shell_words(args), buffer);
+    } else if (command == "replay") {
+      status = cmd_replay(rest, buffer);
     } else if (command == "profile") {
       return cmd_profile(rest, out, err);  // the command's output is not buffered
     } else if (command.empty()) {
       throw Usage{
           "missing command; valid commands are: schedules, simulate, compare, sweep, merge, "
-          "report, advise, import, validate, profile (see --help)"};
+          "report, advise, import, replay, validate, profile (see --help)"};
     } else {
       throw Usage{"unknown command '" + command +
                   "'; valid commands are: schedules, simulate, compare, sweep, merge, report, "
-                  "advise, import, validate, profile"};
+                  "advise, import, replay, validate, profile"};
     }
     out << buffer.str() << std::flush;
     return status;
