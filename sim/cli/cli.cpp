@@ -377,6 +377,13 @@ int cmd_simulate(const std::vector<std::string>& args, const std::string& comman
      "the file)")
     ("write-schedule", po::value<std::string>(),
      "also write the simulated schedule to this CSV file")
+    ("write-schedule-format", po::value<std::string>()->default_value("compute"),
+     "compute: the passes alone; comms: PyTorch's lowered format, also a RECV_F/RECV_B before "
+     "each pass whose input comes from another rank and a SEND_F/SEND_B after each pass whose "
+     "output goes to another rank")
+    ("csv-naming", po::value<std::string>()->default_value("current"),
+     "the letters of --schedule-file: current (PyTorch's F, I, W, B = full backward) or legacy "
+     "(F, B = input gradient, W, BW = full backward)")
     ("trace-json", po::value<std::string>(),
      "also write the simulated timeline to this Chrome/Perfetto trace JSON file")
     ("exact", po::bool_switch(),
@@ -439,6 +446,26 @@ int cmd_simulate(const std::vector<std::string>& args, const std::string& comman
         "option --exact: improves a generated schedule (-s zb-1p, zb-2p or "
         "zb-auto), not a --schedule-file");
   }
+  const std::string naming_name = vm["csv-naming"].as<std::string>();
+  const std::string format_name = vm["write-schedule-format"].as<std::string>();
+  if (naming_name != "current" && naming_name != "legacy") {
+    throw InvalidArgument("option --csv-naming: expected current or legacy, got '" + naming_name +
+                          "'");
+  }
+  if (format_name != "compute" && format_name != "comms") {
+    throw InvalidArgument("option --write-schedule-format: expected compute or comms, got '" +
+                          format_name + "'");
+  }
+  if (!vm["csv-naming"].defaulted() && vm.count("schedule-file") == 0) {
+    throw InvalidArgument("option --csv-naming: applies to a --schedule-file");
+  }
+  if (!vm["write-schedule-format"].defaulted() && vm.count("write-schedule") == 0) {
+    throw InvalidArgument("option --write-schedule-format: applies with --write-schedule FILE");
+  }
+  const traces::CsvNaming naming =
+      naming_name == "legacy" ? traces::CsvNaming::Legacy : traces::CsvNaming::Current;
+  const traces::CsvFormat format =
+      format_name == "comms" ? traces::CsvFormat::Comms : traces::CsvFormat::Compute;
   RunInputs in;
   sim::Schedule schedule;
   RunSummary run;
@@ -450,7 +477,7 @@ int cmd_simulate(const std::vector<std::string>& args, const std::string& comman
   };
   if (vm.count("schedule-file") != 0) {
     const std::string path = vm["schedule-file"].as<std::string>();
-    schedule = traces::read_schedule_csv(path);
+    schedule = traces::read_schedule_csv(path, naming);
     in = read_run_inputs(vm, &schedule);
     run = run_schedule(path, schedule, nullptr, in.params, in, std::nullopt,
                        record(std::filesystem::path(path).stem().string()));
@@ -479,7 +506,7 @@ int cmd_simulate(const std::vector<std::string>& args, const std::string& comman
         monte_carlo(schedule, in, run.params.chunks, samples, vm["seed"].as<std::uint64_t>());
   }
   if (vm.count("write-schedule") != 0) {
-    traces::save_schedule_csv(vm["write-schedule"].as<std::string>(), schedule);
+    traces::save_schedule_csv(vm["write-schedule"].as<std::string>(), schedule, format);
   }
   if (vm.count("trace-json") != 0) {
     // Run again with an observer for the transfers: the plain run needs none, and is faster.

@@ -233,5 +233,35 @@ TEST(Replay, RealTracesReplayAndPrintAFigure) {
   }
 }
 
+TEST(ScheduleCsvCli, LoweredOutputAndTheOlderNaming) {
+  const std::string lowered = temp("lowered.csv"), compute = temp("compute.csv");
+  Outcome o = run_cli({"simulate", "-s", "1f1b", "-p", "2", "-m", "2", "--write-schedule", lowered,
+                       "--write-schedule-format", "comms", "--json"});
+  ASSERT_EQ(o.status, 0) << o.err;
+  const double generated = parse_json(o.out)["iteration_time_ms"].GetDouble();
+  std::ifstream in(lowered);
+  std::stringstream text;
+  text << in.rdbuf();
+  EXPECT_EQ(text.str(),
+            "0F0,0SEND_F0,0F1,0SEND_F1,0RECV_B0,0B0,0RECV_B1,0B1\n"
+            "1RECV_F0,1F0,1B0,1SEND_B0,1RECV_F1,1F1,1B1,1SEND_B1\n");
+  o = run_cli({"simulate", "--schedule-file", lowered, "--json"});
+  ASSERT_EQ(o.status, 0) << o.err;
+  EXPECT_EQ(parse_json(o.out)["iteration_time_ms"].GetDouble(), generated);
+
+  std::ofstream(compute) << "0F0,0B0,0W0\n";  // B the input gradient, as PyTorch once wrote
+  o = run_cli({"simulate", "--schedule-file", compute});
+  EXPECT_EQ(o.status, 2);
+  EXPECT_NE(o.err.find("give --csv-naming legacy"), std::string::npos) << o.err;
+  o = run_cli({"simulate", "--schedule-file", compute, "--csv-naming", "legacy"});
+  EXPECT_EQ(o.status, 0) << o.err;
+  o = run_cli({"simulate", "--schedule-file", compute, "--csv-naming", "old"});
+  EXPECT_EQ(o.status, 2);
+  EXPECT_NE(o.err.find("option --csv-naming: expected current or legacy"), std::string::npos);
+  o = run_cli({"simulate", "-s", "1f1b", "--write-schedule-format", "comms"});
+  EXPECT_EQ(o.status, 2);
+  EXPECT_NE(o.err.find("applies with --write-schedule"), std::string::npos) << o.err;
+}
+
 }  // namespace
 }  // namespace bubblesim::traces
