@@ -142,7 +142,7 @@ sim::Schedule executed_schedule(const ExecutedIteration& iteration) {
   return schedule;
 }
 
-ReplayResult replay_profile(const Profile& profile, TimeNs comm_ns) {
+ReplayResult replay_profile(const Profile& profile, TimeNs comm_ns, sim::P2pMode p2p) {
   if (profile.passes.empty()) {
     throw Error(
         "no labelled passes in the traces (PyTorch pipelining's PP:<stage><F|I|W|B><mb>, or see "
@@ -178,10 +178,12 @@ ReplayResult replay_profile(const Profile& profile, TimeNs comm_ns) {
         median.set(op, medians[{op.stage, static_cast<int>(op.kind)}]);
       }
     }
-    const sim::Timeline replayed = sim::simulate(r.schedule, own).timeline;
+    const sim::Timeline replayed =
+        sim::simulate(r.schedule, own, {}, nullptr, sim::InputRule::All, p2p).timeline;
     r.measured_ns = it.end_ns - it.start_ns;
     r.replayed_ns = end_of(replayed);
-    r.median_ns = end_of(sim::simulate(r.schedule, median).timeline);
+    r.median_ns =
+        end_of(sim::simulate(r.schedule, median, {}, nullptr, sim::InputRule::All, p2p).timeline);
     for (std::size_t d = 0; d < it.devices.size(); ++d) {
       const ExecutedDevice& device = it.devices[d];
       const auto& timing = replayed.device_ops[d];

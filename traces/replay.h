@@ -7,7 +7,8 @@
 // without a microbatch takes the count of earlier passes of the same device, stage and kind in
 // the iteration (0, 1, ...).
 //
-// Replay: that order simulated (sim::Engine, async transfers of `comm_ns`, default 0) with every
+// Replay: that order simulated (sim::Engine, transfers of `comm_ns`, default 0, async unless
+// asked) with every
 // pass taking its own measured time, and again with every pass taking the median time of its
 // (stage, kind) over all iterations (what a what-if run with the profile uses). The measured
 // iteration is the first pass start to the last pass end over all devices (trace clocks, which
@@ -19,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/engine.h"
 #include "sim/error.h"
 #include "sim/op.h"
 #include "sim/schedule.h"
@@ -98,6 +100,8 @@ struct ReplayResult {
 
 // Replays every iteration of `profile`. Throws Error when no iteration forms a complete
 // schedule (its message gives each iteration's reason) or the profile has no passes.
-ReplayResult replay_profile(const Profile& profile, sim::TimeNs comm_ns = 0);
+// Transfers take `comm_ns` and use the compute streams as `p2p` says (sim::P2pMode).
+ReplayResult replay_profile(const Profile& profile, sim::TimeNs comm_ns = 0,
+                            sim::P2pMode p2p = sim::P2pMode::Async);
 
 }  // namespace bubblesim::traces

@@ -297,12 +297,15 @@ int cmd_replay(const std::vector<std::string>& args, std::ostream& out) {
      "ranges whose name matches start an iteration (default: the optimizer step, "
      "Optimizer\\.step#.*)")
     ("comm", po::value<double>()->default_value(0),
-     "time of every transfer between devices in the simulation, ms");
+     "time of every transfer between devices in the simulation, ms")
+    ("p2p", po::value<std::string>()->default_value("async"),
+     "async: transfers occupy no compute stream; blocking: sender and receiver hold their "
+     "streams for them (as Megatron's NCCL sends and receives)");
   // clang-format on
   po::variables_map vm;
   if (!parse_command(args, desc, vm, out,
                      "usage: bubblesim replay TRACE... [--label-regex REGEX] [--iteration-regex "
-                     "REGEX] [--comm MS] [--json]\n\n"
+                     "REGEX] [--comm MS] [--p2p async|blocking] [--json]\n\n"
                      "Simulates the order of passes each rank executed in PyTorch profiler traces, "
                      "every pass taking its own measured time (and, second, its stage's median "
                      "time), and compares the iteration time and each device's span with what "
@@ -317,6 +320,10 @@ int cmd_replay(const std::vector<std::string>& args, std::ostream& out) {
   if (!(comm_ms >= 0 && comm_ms <= 1e9)) {
     throw InvalidArgument("option --comm: expected a time in ms from 0 to 1e9");
   }
+  const std::string p2p = vm["p2p"].as<std::string>();
+  if (p2p != "async" && p2p != "blocking") {
+    throw InvalidArgument("option --p2p: expected async or blocking, got '" + p2p + "'");
+  }
   std::unique_ptr<traces::RangeLabeller> labeller;
   if (vm.count("label-regex") != 0) {
     labeller = std::make_unique<traces::RegexLabeller>(vm["label-regex"].as<std::string>());
@@ -328,7 +335,9 @@ int cmd_replay(const std::vector<std::string>& args, std::ostream& out) {
                                     : std::string(traces::kOptimizerStepPattern);
   const traces::Profile profile = traces::import_kineto_traces(
       vm["trace"].as<std::vector<std::string>>(), *labeller, iteration);
-  const traces::ReplayResult result = traces::replay_profile(profile, sim::ms_to_ns(comm_ms));
+  const traces::ReplayResult result =
+      traces::replay_profile(profile, sim::ms_to_ns(comm_ms),
+                             p2p == "blocking" ? sim::P2pMode::Blocking : sim::P2pMode::Async);
   if (vm["json"].as<bool>()) {
     write_json(out, result);
   } else {

@@ -167,6 +167,27 @@ TEST(Replay, AnIdleGapTheSimulationDoesNotHaveIsNamed) {
       << table.out;
 }
 
+TEST(Replay, TransfersTakeCommAndBlockingHoldsTheStreams) {
+  const auto paths = gpipe_traces("comm", 0, 1);
+  // By hand, 0.5 ms per transfer. Async: 1F0 1.5-2.5, 1F1 2.5-3.5, 1B0 3.5-5.5, 1B1 5.5-7.5;
+  // 0B0 waits for 1B0's gradient until 6, 0B0 6-8, 0B1 8-10.
+  Outcome o = run_cli({"replay", paths[0], paths[1], "--comm", "0.5", "--json"});
+  ASSERT_EQ(o.status, 0) << o.err;
+  EXPECT_DOUBLE_EQ(parse_json(o.out)["replayed_iteration_ms"].GetDouble(), 10);
+  // Blocking: rank 0 sends 1-1.5 and 2.5-3 after its forwards; rank 1 receives 1-1.5 (1F0
+  // 1.5-2.5) and 2.5-3 (1F1 3-4), 1B0 4-6, sends 6-6.5, 1B1 6.5-8.5, sends 8.5-9; rank 0
+  // receives 6-6.5 (0B0 6.5-8.5) and 8.5-9 (0B1 9-11).
+  o = run_cli({"replay", paths[0], paths[1], "--comm", "0.5", "--p2p", "blocking", "--json"});
+  ASSERT_EQ(o.status, 0) << o.err;
+  EXPECT_DOUBLE_EQ(parse_json(o.out)["replayed_iteration_ms"].GetDouble(), 11);
+  o = run_cli({"replay", paths[0], paths[1], "--p2p", "sync"});
+  EXPECT_EQ(o.status, 2);
+  EXPECT_NE(o.err.find("option --p2p: expected async or blocking, got 'sync'"), std::string::npos);
+  o = run_cli({"replay", paths[0], paths[1], "--comm", "-1"});
+  EXPECT_EQ(o.status, 2);
+  EXPECT_NE(o.err.find("option --comm"), std::string::npos) << o.err;
+}
+
 TEST(Replay, ImportWritesTheExecutedOrderAsACsv) {
   const auto paths = gpipe_traces("csv");
   const std::string csv = temp("order.csv");
