@@ -165,7 +165,8 @@ struct Range {
   TimeNs end_ns;
   std::int64_t key;  // process (CPU ranges) or device pid (GPU ranges)
   RangeLabel label;
-  Collective collective;  // nccl:* ranges
+  Collective collective;            // nccl:* ranges
+  std::int64_t thread = kNoThread;  // the tid of a recorder event (its rank)
 };
 
 struct NcclKernel {
@@ -245,7 +246,8 @@ enum class Category : std::uint8_t {
   Runtime,
   Annotation,
   GpuAnnotation,
-  BubblesimOp
+  BubblesimOp,
+  Recorder  // a complete event without "cat": PiPPy's own event recorder
 };
 
 // Kineto's categories; older PyTorch profilers (1.8) wrote Kernel, Memcpy, Memset, Runtime.
@@ -276,6 +278,7 @@ enum class Field : std::uint8_t {
   Cat,
   Name,
   Pid,
+  Tid,
   Ts,
   Dur,
   Args,
@@ -297,9 +300,11 @@ enum class Field : std::uint8_t {
 
 struct Event {
   bool complete = false;  // "ph": "X"
+  bool has_category = false;
   Category category = Category::Other;
   std::string name;
   std::int64_t pid = 0;
+  std::int64_t tid = 0;
   std::optional<TimeNs> ts_ns, dur_ns;
   std::uint64_t correlation = kNoCorrelation;
   std::optional<std::int64_t> device;
@@ -400,6 +405,7 @@ class Handler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Handler> 
                  : is(key, "cat")  ? Field::Cat
                  : is(key, "name") ? Field::Name
                  : is(key, "pid")  ? Field::Pid
+                 : is(key, "tid")  ? Field::Tid
                  : is(key, "ts")   ? Field::Ts
                  : is(key, "dur")  ? Field::Dur
                  : is(key, "args") ? Field::Args
@@ -433,12 +439,16 @@ class Handler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Handler> 
         break;
       case Field::Cat:
         event_.category = category_of(s);
+        event_.has_category = true;
         break;
       case Field::Name:
         event_.name.assign(s);
         break;
       case Field::Pid:
         event_.pid = intern(s);
+        break;
+      case Field::Tid:
+        event_.tid = intern(s);
         break;
       case Field::Ts:
       case Field::Dur:
@@ -483,6 +493,9 @@ class Handler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Handler> 
     switch (field) {
       case Field::Pid:
         event_.pid = value;
+        break;
+      case Field::Tid:
+        event_.tid = value;
         break;
       case Field::Correlation:
         event_.correlation = static_cast<std::uint64_t>(value);
@@ -533,7 +546,10 @@ class Handler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Handler> 
     return true;
   }
 
+  // A string id: its number when it is one ("0", as PiPPy's recorder writes), else a
+  // negative id of its own.
   std::int64_t intern(std::string_view s) {
+    if (std::int64_t value = 0; parse_int(s, value) && value >= 0) return value;
     const auto [it, fresh] =
         string_pids_.emplace(std::string(s), -1 - static_cast<std::int64_t>(string_pids_.size()));
     return it->second;
@@ -542,6 +558,8 @@ class Handler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Handler> 
   bool finish_event() {
     Event& e = event_;
     ++event_index_;
+    // A complete event without "cat" counts only as a range of PiPPy's recorder, with times.
+    if (e.complete && !e.has_category && e.ts_ns && e.dur_ns) e.category = Category::Recorder;
     if (!e.complete || e.category == Category::Other) return true;
     if (!e.ts_ns || !e.dur_ns) {
       return fail("event " + std::to_string(event_index_ - 1) + " ('" + e.name.substr(0, 80) +
@@ -584,6 +602,11 @@ class Handler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Handler> 
           append(records_.cpu_ranges, Range{start, end, e.pid, *label, Collective::Unknown});
         } else if (is_boundary(e.name)) {
           append(records_.boundaries, start);
+        }
+        break;
+      case Category::Recorder:
+        if (const auto label = label_of(e.name)) {
+          append(records_.cpu_ranges, Range{start, end, e.pid, *label, Collective::Unknown, e.tid});
         }
         break;
       case Category::GpuAnnotation:
@@ -721,6 +744,7 @@ void add_trace(TraceRecords& r, std::int32_t trace, Profile& profile) {
   const auto add_op = [&](PassSample& s, const Range& range, const GpuOp& op) {
     if (s.gpu_ops == 0) {
       s = PassSample{range.label, trace, range.key, op.start_ns, op.start_ns + op.dur_ns, 0, 0};
+      s.thread = range.thread;
     }
     s.gpu_start_ns = std::min(s.gpu_start_ns, op.start_ns);
     s.gpu_end_ns = std::max(s.gpu_end_ns, op.start_ns + op.dur_ns);
@@ -779,6 +803,7 @@ void add_trace(TraceRecords& r, std::int32_t trace, Profile& profile) {
                                   range.end_ns,
                                   range.end_ns - range.start_ns,
                                   0};
+      cpu_samples[i].thread = range.thread;
     }
   }
 

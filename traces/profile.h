@@ -13,6 +13,8 @@
 
 namespace bubblesim::traces {
 
+inline constexpr std::int64_t kNoThread = INT64_MIN;
+
 // One labelled range (one pass of one stage for one microbatch) and the GPU work attributed to
 // it. GPU work means kernels other than NCCL's, memcpys and memsets. In a trace without any GPU
 // work (a pipeline recorded on CPU, e.g. gloo runs), each labelled range is a sample timed by
@@ -29,6 +31,9 @@ struct PassSample {
   // Which iteration of its trace the range belongs to: how many iteration boundaries
   // (kineto_trace.h) start at or before the range's own start. Not kept in HDF5 profiles.
   std::int32_t iteration = 0;
+  // The thread of a range from PiPPy's event recorder (events without "cat"), which records
+  // each rank as a thread; kNoThread otherwise. Not kept in HDF5 profiles.
+  std::int64_t thread = kNoThread;
 
   sim::TimeNs span_ns() const { return gpu_end_ns - gpu_start_ns; }
 };

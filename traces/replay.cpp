@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <map>
+#include <set>
 #include <tuple>
 
 #include "sim/cost_model.h"
@@ -56,12 +57,11 @@ TimeNs end_of(const sim::Timeline& timeline) {
 }  // namespace
 
 std::vector<ExecutedIteration> executed_iterations(const Profile& profile) {
-  // iteration -> (trace, process) -> passes in trace order (sorted by start within a trace).
-  std::map<std::int32_t,
-           std::map<std::pair<std::int32_t, std::int64_t>, std::vector<const PassSample*>>>
-      grouped;
+  // iteration -> (trace, process, thread) -> passes in trace order.
+  using Key = std::tuple<std::int32_t, std::int64_t, std::int64_t>;
+  std::map<std::int32_t, std::map<Key, std::vector<const PassSample*>>> grouped;
   for (const PassSample& s : profile.passes)
-    grouped[s.iteration][{s.trace, s.process}].push_back(&s);
+    grouped[s.iteration][{s.trace, s.process, s.thread}].push_back(&s);
 
   std::vector<ExecutedIteration> result;
   for (const auto& [iteration, devices] : grouped) {
@@ -72,7 +72,7 @@ std::vector<ExecutedIteration> executed_iterations(const Profile& profile) {
     // Microbatch counters for labels without one: (device, stage, kind) -> next.
     std::map<std::tuple<int, int, int>, int> next_microbatch;
     for (const auto& [key, samples] : devices) {
-      ExecutedDevice device{key.first, key.second, {}};
+      ExecutedDevice device{std::get<0>(key), std::get<1>(key), std::get<2>(key), {}};
       const int index = static_cast<int>(it.devices.size());
       std::vector<const PassSample*> ordered(samples);
       std::stable_sort(ordered.begin(), ordered.end(),
@@ -90,6 +90,18 @@ std::vector<ExecutedIteration> executed_iterations(const Profile& profile) {
         it.end_ns = std::max(it.end_ns, s->gpu_end_ns);
       }
       it.devices.push_back(std::move(device));
+    }
+    // A B without a W of its stage and microbatch is the full backward.
+    std::set<std::pair<int, int>> weights;
+    for (const ExecutedDevice& d : it.devices)
+      for (const ExecutedPass& p : d.passes)
+        if (p.op.kind == sim::OpKind::W) weights.emplace(p.op.stage, p.op.microbatch);
+    for (ExecutedDevice& d : it.devices) {
+      for (ExecutedPass& p : d.passes) {
+        if (p.op.kind == sim::OpKind::B && weights.count({p.op.stage, p.op.microbatch}) == 0) {
+          p.op.kind = sim::OpKind::BW;
+        }
+      }
     }
     result.push_back(std::move(it));
   }
@@ -187,7 +199,7 @@ ReplayResult replay_profile(const Profile& profile, TimeNs comm_ns, sim::P2pMode
     for (std::size_t d = 0; d < it.devices.size(); ++d) {
       const ExecutedDevice& device = it.devices[d];
       const auto& timing = replayed.device_ops[d];
-      DeviceReplay dr{device.trace, device.process, 0, 0, false, {}};
+      DeviceReplay dr{device.trace, device.process, device.thread, 0, 0, false, {}};
       TimeNs first = INT64_MAX, last = INT64_MIN, busy_until = it.start_ns;
       for (std::size_t i = 0; i < device.passes.size(); ++i) {
         const ExecutedPass& p = device.passes[i];

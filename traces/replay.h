@@ -1,11 +1,13 @@
 // What a profiled run really executed, and its replay (docs/replay.md).
 //
 // Executed order: per iteration (PassSample::iteration), each device, a process of a trace (one
-// rank), ran its labelled passes in the order of their starts. A pass is timed from its first
-// GPU op's start to its last GPU op's end (a range's own start and end in a trace recorded on
-// CPU). A label without a stage takes its device's index (one stage per device); a label
-// without a microbatch takes the count of earlier passes of the same device, stage and kind in
-// the iteration (0, 1, ...).
+// rank; a thread of it for PiPPy's recorder, PassSample::thread), ran its labelled passes in the
+// order of their starts. A pass is timed from its first GPU op's start to its last GPU op's end (a
+// range's own start and end in a trace recorded on CPU). A label without a stage takes its device's
+// index (one stage per device); a label without a microbatch takes the count of earlier passes of
+// the same device, stage and kind in the iteration (0, 1, ...). An input gradient (B) whose stage
+// and microbatch have no weight gradient (W) in the iteration is a full backward (BW), as PiPPy's
+// recorder's "B" is.
 //
 // Replay: that order simulated (sim::Engine, transfers of `comm_ns`, default 0, async unless
 // asked) with every
@@ -37,6 +39,7 @@ struct ExecutedPass {
 struct ExecutedDevice {
   std::int32_t trace = 0;
   std::int64_t process = 0;
+  std::int64_t thread = kNoThread;   // PiPPy's recorder: each rank is a thread
   std::vector<ExecutedPass> passes;  // in order of start (ties: trace order)
 };
 
@@ -70,6 +73,7 @@ struct GapComparison {
 struct DeviceReplay {
   std::int32_t trace = 0;
   std::int64_t process = 0;
+  std::int64_t thread = kNoThread;
   sim::TimeNs measured_span_ns = 0;  // first pass start to last pass end on the device
   sim::TimeNs replayed_span_ns = 0;
   bool has_gap = false;   // whether the trace has any idle time on the device

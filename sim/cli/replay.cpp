@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <map>
 #include <memory>
+#include <tuple>
 
 #include "sim/cli/commands.h"
 #include "sim/cli/options.h"
@@ -35,8 +36,11 @@ std::string action_name(const sim::Op& op) {
          std::to_string(op.microbatch);
 }
 
-std::string device_name(const traces::DeviceReplay& d) {
-  return fmt::format("trace {} pid {}", d.trace, d.process);
+template <typename Device>
+std::string device_name(const Device& d) {
+  return d.thread == traces::kNoThread
+             ? fmt::format("trace {} pid {}", d.trace, d.process)
+             : fmt::format("trace {} pid {} tid {}", d.trace, d.process, d.thread);
 }
 
 std::string gap_kind(const traces::GapComparison& g) {
@@ -103,13 +107,13 @@ void write_json(std::ostream& out, const traces::ReplayResult& result) {
     double measured = 0, replayed = 0;
     int count = 0;
   };
-  std::map<std::pair<std::int32_t, std::int64_t>, Sums> devices;
+  std::map<std::tuple<std::int32_t, std::int64_t, std::int64_t>, Sums> devices;
   for (const traces::IterationReplay& r : result.iterations) {
     measured += sim::ns_to_ms(r.measured_ns);
     replayed += sim::ns_to_ms(r.replayed_ns);
     median += sim::ns_to_ms(r.median_ns);
     for (const traces::DeviceReplay& d : r.devices) {
-      Sums& s = devices[{d.trace, d.process}];
+      Sums& s = devices[{d.trace, d.process, d.thread}];
       s.measured += sim::ns_to_ms(d.measured_span_ns);
       s.replayed += sim::ns_to_ms(d.replayed_span_ns);
       ++s.count;
@@ -132,9 +136,13 @@ void write_json(std::ostream& out, const traces::ReplayResult& result) {
     w.Key("device");
     w.Int(index++);
     w.Key("trace");
-    w.Int(key.first);
+    w.Int(std::get<0>(key));
     w.Key("process");
-    w.Int64(key.second);
+    w.Int64(std::get<1>(key));
+    if (std::get<2>(key) != traces::kNoThread) {
+      w.Key("thread");
+      w.Int64(std::get<2>(key));
+    }
     put(w, "measured_span_ms", s.measured / s.count);
     put(w, "replayed_span_ms", s.replayed / s.count);
     w.EndObject();
@@ -273,8 +281,8 @@ void write_executed_summary(std::ostream& out, const traces::Profile& profile,
       if (device.passes.size() > kShown) {
         order += fmt::format(" ... ({} more)", device.passes.size() - kShown);
       }
-      fmt::print(out, "  device {} (trace {} pid {}): {} passes, span {:.3f} ms:{}\n", d,
-                 device.trace, device.process, device.passes.size(), sim::ns_to_ms(span), order);
+      fmt::print(out, "  device {} ({}): {} passes, span {:.3f} ms:{}\n", d, device_name(device),
+                 device.passes.size(), sim::ns_to_ms(span), order);
     }
   }
   if (!written.empty()) {

@@ -167,6 +167,35 @@ TEST(Replay, AnIdleGapTheSimulationDoesNotHaveIsNamed) {
       << table.out;
 }
 
+// PiPPy's own event recorder: no "cat", every rank a thread of process "0", "F_<stage>,<mb>"
+// and "B_<stage>,<mb>" (its B is the full backward), strings for pid and tid, times in us.
+TEST(Replay, PiPPyRecorderTracesReplayRankByThread) {
+  const std::string path = temp("pippy.json");
+  std::ofstream(path) << R"([
+{"name": "F_0,0", "ph": "X", "ts": 1000000.0, "dur": 1000.0, "pid": "0", "tid": "0"},
+{"name": "F_0,1", "ph": "X", "ts": 1001000.0, "dur": 1000.0, "pid": "0", "tid": "0"},
+{"name": "B_0,0", "ph": "X", "ts": 1005000.0, "dur": 2000.0, "pid": "0", "tid": "0"},
+{"name": "B_0,1", "ph": "X", "ts": 1007000.0, "dur": 2000.0, "pid": "0", "tid": "0"},
+{"name": "F_1,0", "ph": "X", "ts": 1001000.0, "dur": 1000.0, "pid": "0", "tid": "1"},
+{"name": "F_1,1", "ph": "X", "ts": 1002000.0, "dur": 1000.0, "pid": "0", "tid": "1"},
+{"name": "B_1,0", "ph": "X", "ts": 1003000.0, "dur": 2000.0, "pid": "0", "tid": "1"},
+{"name": "S_1,0", "ph": "X", "ts": 1005000.0, "dur": 10.0, "pid": "0", "tid": "1"},
+{"name": "B_1,1", "ph": "X", "ts": 1005000.0, "dur": 2000.0, "pid": "0", "tid": "1"}
+])";
+  const Profile profile = import_kineto_traces(
+      {path}, RegexLabeller("(?<pass>[FB])_(?<stage>\\d+),(?<microbatch>\\d+)"));
+  EXPECT_EQ(profile.cpu_timed_passes, 8u);  // S_1,0 is no pass
+  const std::vector<ExecutedIteration> iterations = executed_iterations(profile);
+  ASSERT_EQ(iterations.size(), 1u);
+  ASSERT_EQ(iterations[0].devices.size(), 2u);
+  EXPECT_EQ(iterations[0].devices[1].thread, 1);
+  EXPECT_EQ(iterations[0].devices[1].passes[2].op, op(sim::OpKind::BW, 1, 0));
+  const ReplayResult r = replay_profile(profile);
+  ASSERT_EQ(r.iterations.size(), 1u);
+  EXPECT_EQ(r.iterations[0].measured_ns, 9'000'000);
+  EXPECT_EQ(r.iterations[0].replayed_ns, 9'000'000);
+}
+
 TEST(Replay, TransfersTakeCommAndBlockingHoldsTheStreams) {
   const auto paths = gpipe_traces("comm", 0, 1);
   // By hand, 0.5 ms per transfer. Async: 1F0 1.5-2.5, 1F1 2.5-3.5, 1B0 3.5-5.5, 1B1 5.5-7.5;
