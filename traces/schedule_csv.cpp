@@ -93,8 +93,7 @@ Action parse_action(const std::string& token, const std::string& name, const Cel
     result.type = other->second;
   } else {
     return fail("has an unknown action '" + action + "' (expected " +
-                (naming == CsvNaming::Legacy ? "F, B, W or BW" : "F, I, W or B") +
-                ", or SEND_F, RECV_F, SEND_B, RECV_B, UNSHARD, RESHARD, REDUCE_GRAD)");
+                (naming == CsvNaming::Legacy ? "F, B, W or BW" : "F, I, W or B") + ")");
   }
   result.op.stage = stage;
   const bool memory = result.type == ActionType::Unshard || result.type == ActionType::Reshard ||
