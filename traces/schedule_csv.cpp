@@ -237,9 +237,10 @@ void check_transfers(const std::vector<Transfer>& transfers, const sim::Schedule
   }
 }
 
-sim::Schedule parse_with(std::istream& in, const std::string& name, CsvNaming naming) {
-  sim::Schedule schedule;
-  std::vector<Transfer> transfers;
+ScheduleFile parse_with(std::istream& in, const std::string& name, CsvNaming naming) {
+  ScheduleFile file;
+  sim::Schedule& schedule = file.schedule;
+  std::vector<Transfer> transfers, memory;
   std::map<std::pair<int, int>, std::vector<Cell>> cells;  // (stage, mb, kind) -> where
   auto key = [](const Op& op) {
     return std::make_pair(op.stage, op.microbatch * sim::kNumOpKinds + static_cast<int>(op.kind));
@@ -275,7 +276,9 @@ sim::Schedule parse_with(std::istream& in, const std::string& name, CsvNaming na
             transfers.push_back(
                 Transfer{action.type, action.op.stage, action.op.microbatch, cell, ops.size()});
             break;
-          default:  // memory actions: accepted, take no time and change no memory
+          default:  // memory actions
+            memory.push_back(
+                Transfer{action.type, action.op.stage, action.op.microbatch, cell, ops.size()});
             break;
         }
       }
@@ -342,6 +345,28 @@ sim::Schedule parse_with(std::istream& in, const std::string& name, CsvNaming na
   }
 
   check_transfers(transfers, schedule, stage_home, name);
+  for (const Transfer& t : memory) {
+    const auto home = stage_home.find(t.stage);
+    if (home == stage_home.end() || home->second.row != t.cell.row) {
+      throw ScheduleFileError(at(name, t.cell) + ": stage " + std::to_string(t.stage) +
+                              (home == stage_home.end()
+                                   ? " runs no pass"
+                                   : " runs on row " + std::to_string(home->second.row)));
+    }
+  }
+  // The actions in each row's order (transfers and memory actions were collected apart).
+  file.actions.resize(schedule.device_ops.size());
+  for (const auto* list : {&transfers, &memory}) {
+    for (const Transfer& t : *list) {
+      file.actions[static_cast<std::size_t>(t.cell.row - 1)].push_back(
+          FileAction{static_cast<FileAction::Kind>(static_cast<int>(t.type) - 1), t.stage,
+                     t.microbatch, t.passes_before, t.cell.column});
+    }
+  }
+  for (auto& row : file.actions) {
+    std::sort(row.begin(), row.end(),
+              [](const FileAction& a, const FileAction& b) { return a.column < b.column; });
+  }
   try {
     schedule.validate();
     const auto no_costs =
@@ -360,12 +385,24 @@ sim::Schedule parse_with(std::istream& in, const std::string& name, CsvNaming na
     }
     throw ScheduleFileError(name + ": " + e.what() + (where.empty() ? "" : " [" + where + "]"));
   }
-  return schedule;
+  return file;
 }
 
 }  // namespace
 
 sim::Schedule parse_schedule_csv(std::istream& in, const std::string& name, CsvNaming naming) {
+  return parse_schedule_file(in, name, naming).schedule;
+}
+
+sim::Schedule read_schedule_csv(const std::string& path, CsvNaming naming) {
+  return read_schedule_file(path, naming).schedule;
+}
+
+bool ScheduleFile::has_actions() const {
+  return std::any_of(actions.begin(), actions.end(), [](const auto& row) { return !row.empty(); });
+}
+
+ScheduleFile parse_schedule_file(std::istream& in, const std::string& name, CsvNaming naming) {
   std::ostringstream text;
   text << in.rdbuf();
   try {
@@ -386,10 +423,10 @@ sim::Schedule parse_schedule_csv(std::istream& in, const std::string& name, CsvN
   }
 }
 
-sim::Schedule read_schedule_csv(const std::string& path, CsvNaming naming) {
+ScheduleFile read_schedule_file(const std::string& path, CsvNaming naming) {
   std::ifstream in(path);
   if (!in) throw ScheduleFileError(path + ": cannot open the schedule file");
-  return parse_schedule_csv(in, path, naming);
+  return parse_schedule_file(in, path, naming);
 }
 
 void write_schedule_csv(std::ostream& out, const sim::Schedule& schedule, CsvFormat format) {

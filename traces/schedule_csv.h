@@ -17,19 +17,20 @@
 // stage + 1), and "<stage>UNSHARD", "<stage>RESHARD", "<stage>REDUCE_GRAD" (a microbatch number
 // optional). Each RECV needs its SEND somewhere in the file and the other way round, on the
 // row that runs its stage, a RECV before the pass that needs it and a SEND after the pass that
-// makes it (else ScheduleFileError naming the cell). They are checked and then dropped: the
-// simulator's transfers follow the data dependencies (with --p2p blocking the engine holds
-// both ranks' streams right after the producer and right before the consumer, Engine's
-// P2pMode::Blocking), and the memory actions take no time and change no memory.
+// makes it (else ScheduleFileError naming the cell). parse_schedule_csv keeps the passes (a
+// lowered file reads as the same schedule as its compute-only form); parse_schedule_file also
+// keeps the actions, which lowered_timing.h times where they are.
 //
 // Naming: PyTorch's current letters above (CsvNaming::Current), or the older ones
 // (CsvNaming::Legacy): F, B (input gradient), W, BW (full backward). A file that fails in the
 // current naming but reads in the older one gets a hint to say --csv-naming legacy.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <iosfwd>
 #include <string>
+#include <vector>
 
 #include "sim/error.h"
 #include "sim/schedule.h"
@@ -54,6 +55,26 @@ enum class CsvFormat : std::uint8_t { Compute, Comms };
 sim::Schedule parse_schedule_csv(std::istream& in, const std::string& name,
                                  CsvNaming naming = CsvNaming::Current);
 sim::Schedule read_schedule_csv(const std::string& path, CsvNaming naming = CsvNaming::Current);
+
+// A communication or memory action of a lowered file, in its row's program order.
+struct FileAction {
+  enum class Kind : std::uint8_t { SendF, RecvF, SendB, RecvB, Unshard, Reshard, ReduceGrad };
+  Kind kind = Kind::SendF;
+  int stage = 0;
+  int microbatch = 0;             // 0 for a memory action that names none
+  std::size_t passes_before = 0;  // passes of its row before it (an overlapped pair counts 2)
+  int column = 0;                 // 1-based, as a spreadsheet shows it
+};
+
+// A schedule file with its actions: actions[row] (one list per row, possibly empty).
+struct ScheduleFile {
+  sim::Schedule schedule;
+  std::vector<std::vector<FileAction>> actions;
+  bool has_actions() const;
+};
+ScheduleFile parse_schedule_file(std::istream& in, const std::string& name,
+                                 CsvNaming naming = CsvNaming::Current);
+ScheduleFile read_schedule_file(const std::string& path, CsvNaming naming = CsvNaming::Current);
 
 // Writes `schedule` in the same format (no idle cells), current naming. parse(write(s)) == s
 // in both formats. Throws Error for routes the format cannot express (other than all stages or

@@ -27,6 +27,7 @@
 #include "sim/schedules/zb_auto.h"
 #include "sim/simulation.h"
 #include "traces/kineto_trace.h"
+#include "traces/lowered_timing.h"
 #include "traces/perfetto_export.h"
 #include "traces/sampled_cost_model.h"
 #include "traces/schedule_csv.h"
@@ -381,6 +382,10 @@ int cmd_simulate(const std::vector<std::string>& args, const std::string& comman
      "compute: the passes alone; comms: PyTorch's lowered format, also a RECV_F/RECV_B before "
      "each pass whose input comes from another rank and a SEND_F/SEND_B after each pass whose "
      "output goes to another rank")
+    ("unshard-ms", po::value<double>()->default_value(0),
+     "time each UNSHARD of a lowered --schedule-file holds its rank's stream, ms")
+    ("reshard-ms", po::value<double>()->default_value(0), "the same for each RESHARD")
+    ("reduce-grad-ms", po::value<double>()->default_value(0), "the same for each REDUCE_GRAD")
     ("csv-naming", po::value<std::string>()->default_value("current"),
      "the letters of --schedule-file: current (PyTorch's F, I, W, B = full backward) or legacy "
      "(F, B = input gradient, W, BW = full backward)")
@@ -462,6 +467,21 @@ int cmd_simulate(const std::vector<std::string>& args, const std::string& comman
   if (!vm["write-schedule-format"].defaulted() && vm.count("write-schedule") == 0) {
     throw InvalidArgument("option --write-schedule-format: applies with --write-schedule FILE");
   }
+  traces::ActionDurations action_durations;
+  for (const auto& [option, field] :
+       {std::pair{"unshard-ms", &traces::ActionDurations::unshard_ns},
+        std::pair{"reshard-ms", &traces::ActionDurations::reshard_ns},
+        std::pair{"reduce-grad-ms", &traces::ActionDurations::reduce_grad_ns}}) {
+    const double ms = vm[option].as<double>();
+    if (!(ms >= 0 && ms <= 1e9)) {
+      throw InvalidArgument(std::string("option --") + option +
+                            ": expected a time in ms from 0 to 1e9");
+    }
+    if (!vm[option].defaulted() && vm.count("schedule-file") == 0) {
+      throw InvalidArgument(std::string("option --") + option + ": applies to a --schedule-file");
+    }
+    action_durations.*field = sim::ms_to_ns(ms);
+  }
   const traces::CsvNaming naming =
       naming_name == "legacy" ? traces::CsvNaming::Legacy : traces::CsvNaming::Current;
   const traces::CsvFormat format =
@@ -477,10 +497,26 @@ int cmd_simulate(const std::vector<std::string>& args, const std::string& comman
   };
   if (vm.count("schedule-file") != 0) {
     const std::string path = vm["schedule-file"].as<std::string>();
-    schedule = traces::read_schedule_csv(path, naming);
+    const traces::ScheduleFile file = traces::read_schedule_file(path, naming);
+    schedule = file.schedule;
     in = read_run_inputs(vm, &schedule);
+    if (file.has_actions() &&
+        (in.replicated || in.input_rule != sim::InputRule::All || !in.out.empty() ||
+         vm.count("trace-json") != 0 || samples > 0)) {
+      throw InvalidArgument(
+          "option --schedule-file: a lowered file (SEND/RECV, UNSHARD... actions) cannot be "
+          "combined with --cluster, --dp, --optimizer-sync, --paper-evaluator, --out, "
+          "--trace-json or --samples yet");
+    }
     run = run_schedule(path, schedule, nullptr, in.params, in, std::nullopt,
                        record(std::filesystem::path(path).stem().string()));
+    if (file.has_actions()) {
+      // The actions where the file puts them (traces/lowered_timing.h), async transfers.
+      const sim::PerDeviceCostModel costs(in.device_costs, in.params.chunks);
+      run.metrics = sim::compute_metrics(
+          schedule,
+          traces::simulate_lowered(file, costs, sim::P2pMode::Async, action_durations), costs);
+    }
   } else {
     const sim::ScheduleRegistry registry = make_registry();
     const sim::ScheduleGenerator& generator = registry.get(vm["schedule"].as<std::string>());

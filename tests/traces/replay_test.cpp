@@ -308,6 +308,23 @@ TEST(ScheduleCsvCli, LoweredOutputAndTheOlderNaming) {
   o = run_cli({"simulate", "--schedule-file", compute, "--csv-naming", "old"});
   EXPECT_EQ(o.status, 2);
   EXPECT_NE(o.err.find("option --csv-naming: expected current or legacy"), std::string::npos);
+  // A memory action between two passes holds the stream: rank 1's backwards, and everything
+  // after them, start 0.25 ms later (F, B, W 1 ms, transfers 0.5 ms: 10 ms without it).
+  const std::string memory = temp("memory.csv");
+  std::ofstream(memory) << "0F0,0SEND_F0,0F1,0SEND_F1,0RECV_B0,0B0,0RECV_B1,0B1\n"
+                           "1RECV_F0,1F0,1RECV_F1,1F1,1UNSHARD,1B0,1SEND_B0,1B1,1SEND_B1\n";
+  for (const auto& [unshard, expected] : {std::pair{"0", 10.0}, std::pair{"0.25", 10.25}}) {
+    o = run_cli({"simulate", "--schedule-file", memory, "--f", "1", "--b", "1", "--w", "1",
+                 "--comm", "0.5", "--unshard-ms", unshard, "--json"});
+    ASSERT_EQ(o.status, 0) << o.err;
+    EXPECT_DOUBLE_EQ(parse_json(o.out)["iteration_time_ms"].GetDouble(), expected) << unshard;
+  }
+  o = run_cli({"simulate", "--schedule-file", memory, "--out", temp("memory.h5")});
+  EXPECT_EQ(o.status, 2);
+  EXPECT_NE(o.err.find("a lowered file"), std::string::npos) << o.err;
+  o = run_cli({"simulate", "-s", "1f1b", "--unshard-ms", "1"});
+  EXPECT_EQ(o.status, 2);
+  EXPECT_NE(o.err.find("option --unshard-ms: applies to a --schedule-file"), std::string::npos);
   o = run_cli({"simulate", "-s", "1f1b", "--write-schedule-format", "comms"});
   EXPECT_EQ(o.status, 2);
   EXPECT_NE(o.err.find("applies with --write-schedule"), std::string::npos) << o.err;
