@@ -148,6 +148,9 @@ sim::Schedule executed_schedule(const ExecutedIteration& iteration) {
     const auto no_costs =
         sim::PerDeviceCostModel::uniform({0, 0, 0, 0, 0, 0}, schedule.num_devices());
     sim::OpGraph(schedule, no_costs).check_acyclic();
+  } catch (const sim::DuplicateOpError& e) {
+    throw Error(where + e.what() +
+                " (several iterations in one? give --iteration-regex to split them)");
   } catch (const sim::ScheduleError& e) {
     throw Error(where + e.what());
   }

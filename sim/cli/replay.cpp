@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <map>
 #include <memory>
+#include <optional>
 #include <tuple>
 
 #include "sim/cli/commands.h"
@@ -237,21 +238,21 @@ void write_executed_summary(std::ostream& out, const traces::Profile& profile,
   std::string written;
   if (!write_schedule.empty()) {
     std::string why;
+    std::optional<sim::Schedule> schedule;
     for (const traces::ExecutedIteration& it : iterations) {
       try {
-        traces::save_schedule_csv(write_schedule, traces::executed_schedule(it));
+        schedule = traces::executed_schedule(it);
         written = fmt::format("iteration {}", it.iteration);
         break;
-      } catch (const traces::ScheduleFileError&) {
-        throw;
       } catch (const Error& e) {
         why += std::string(why.empty() ? "" : "; ") + e.what();
       }
     }
-    if (written.empty()) {
+    if (!schedule) {
       throw Error("option --write-schedule: no iteration of the traces is a complete schedule" +
                   (why.empty() ? std::string(" (no labelled passes)") : ": " + why));
     }
+    traces::save_schedule_csv(write_schedule, *schedule);
   }
   if (iterations.empty()) return;
   fmt::print(out,
