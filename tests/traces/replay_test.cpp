@@ -196,6 +196,51 @@ TEST(Replay, PiPPyRecorderTracesReplayRankByThread) {
   EXPECT_EQ(r.iterations[0].replayed_ns, 9'000'000);
 }
 
+// The same GPipe on GPUs: each range launches one kernel 0.1 ms after the range starts, the
+// kernel runs at the pass's time; the CPU runs ahead, so rank 0's optimizer step starts (6.8
+// ms) before its last backward's kernel (7-9 ms, range from 6.5): the pass stays in its iteration,
+// which is the one of its range's start.
+TEST(Replay, GpuTracesTimePassesByTheirKernels) {
+  const std::vector<Range> ranks[2] = {
+      {{"PP:0F0", 0, 1}, {"PP:0F1", 1, 2}, {"PP:0B0", 5, 7}, {"PP:0B1", 7, 9}},
+      {{"PP:1F0", 1, 2}, {"PP:1F1", 2, 3}, {"PP:1B0", 3, 5}, {"PP:1B1", 5, 7}}};
+  std::vector<std::string> paths;
+  for (int rank = 0; rank < 2; ++rank) {
+    std::string events;
+    int correlation = 0;
+    const auto add = [&](const std::string& e) { events += (events.empty() ? "" : ",\n") + e; };
+    for (int i = 0; i < 2; ++i) {
+      for (const Range& r : ranks[rank]) {
+        const double kernel_us = 1e6 + (r.start_ms + 20.0 * i) * 1e3;
+        const double cpu_us = kernel_us - 500;  // the range, 0.5 ms ahead of its kernel
+        ++correlation;
+        add(fmt::format(
+            R"j({{"ph": "X", "cat": "user_annotation", "name": "{}", "pid": 7, "tid": 1, "ts": {:.3f}, "dur": 200}})j",
+            r.name, cpu_us));
+        add(fmt::format(
+            R"j({{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 7, "tid": 1, "ts": {:.3f}, "dur": 5, "args": {{"correlation": {}}}}})j",
+            cpu_us + 100, correlation));
+        add(fmt::format(
+            R"j({{"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": {:.3f}, "dur": {:.3f}, "args": {{"device": 0, "correlation": {}}}}})j",
+            kernel_us, (r.end_ms - r.start_ms) * 1e3, correlation));
+      }
+      add(fmt::format(
+          R"j({{"ph": "X", "cat": "user_annotation", "name": "Optimizer.step#SGD.step", "pid": 7, "tid": 1, "ts": {:.3f}, "dur": 100}})j",
+          1e6 + (6.8 + 20.0 * i) * 1e3));
+    }
+    paths.push_back(temp("gpu_rank" + std::to_string(rank) + ".json"));
+    std::ofstream(paths.back()) << "{\"traceEvents\": [\n" + events + "\n]}\n";
+  }
+  const Profile profile = import_kineto_traces(paths, PipeliningLabeller());
+  EXPECT_EQ(profile.cpu_timed_passes, 0u);
+  const ReplayResult r = replay_profile(profile);
+  ASSERT_EQ(r.iterations.size(), 2u) << (r.skipped.empty() ? "" : r.skipped[0]);
+  for (const IterationReplay& it : r.iterations) {
+    EXPECT_EQ(it.measured_ns, 9'000'000);
+    EXPECT_EQ(it.replayed_ns, 9'000'000);
+  }
+}
+
 TEST(Replay, TransfersTakeCommAndBlockingHoldsTheStreams) {
   const auto paths = gpipe_traces("comm", 0, 1);
   // By hand, 0.5 ms per transfer. Async: 1F0 1.5-2.5, 1F1 2.5-3.5, 1B0 3.5-5.5, 1B1 5.5-7.5;
