@@ -146,17 +146,11 @@ std::string trimmed(const std::string& s) {
   return s.substr(first, s.find_last_not_of(" \t\r") - first + 1);
 }
 
-std::string token_of(const Op& op) {
-  static const char* kLetters[] = {"F", "I", "W", "B"};  // F, B (input gradient), W, BW
-  return std::to_string(op.stage) + kLetters[static_cast<int>(op.kind)] +
-         std::to_string(op.microbatch);
-}
-
 std::string pair_token(const Op& forward, const Op& backward) {
   std::string token = "(";  // appended piece by piece: GCC 12 misreads "(" + ... (-Wrestrict)
-  token += token_of(forward);
+  token += action_token(forward);
   token += ';';
-  token += token_of(backward);
+  token += action_token(backward);
   token += kPairSuffix;
   return token;
 }
@@ -170,7 +164,7 @@ struct Transfer {
   std::size_t passes_before;
 };
 
-std::string action_token(ActionType type, int stage, int microbatch) {
+std::string transfer_token(ActionType type, int stage, int microbatch) {
   const char* text = type == ActionType::SendF   ? "SEND_F"
                      : type == ActionType::RecvF ? "RECV_F"
                      : type == ActionType::SendB ? "SEND_B"
@@ -188,7 +182,7 @@ void check_transfers(const std::vector<Transfer>& transfers, const sim::Schedule
   for (const Transfer& t : transfers) {
     const auto fail = [&](const std::string& why) {
       throw ScheduleFileError(at(name, t.cell) + ": '" +
-                              action_token(t.type, t.stage, t.microbatch) + "' " + why);
+                              transfer_token(t.type, t.stage, t.microbatch) + "' " + why);
     };
     const auto home = stage_home.find(t.stage);
     if (home == stage_home.end() || home->second.row != t.cell.row) {
@@ -214,7 +208,7 @@ void check_transfers(const std::vector<Transfer>& transfers, const sim::Schedule
     }
     if (partner_stage < 0) fail("has no stage to exchange with (stage 0 is the first)");
     if (seen.count(std::make_tuple(partner, partner_stage, t.microbatch)) == 0) {
-      fail("has no matching " + action_token(partner, partner_stage, t.microbatch) +
+      fail("has no matching " + transfer_token(partner, partner_stage, t.microbatch) +
            " in the file");
     }
     // A RECV comes before the pass that needs it, a SEND after the pass that makes it.
@@ -228,10 +222,10 @@ void check_transfers(const std::vector<Transfer>& transfers, const sim::Schedule
         continue;
       }
       if (recv && i < t.passes_before) {
-        fail("comes after " + token_of(op) + ", the pass that needs it");
+        fail("comes after " + action_token(op) + ", the pass that needs it");
       }
       if (!recv && i >= t.passes_before) {
-        fail("comes before " + token_of(op) + ", the pass that makes it");
+        fail("comes before " + action_token(op) + ", the pass that makes it");
       }
     }
   }
@@ -379,7 +373,7 @@ ScheduleFile parse_with(std::istream& in, const std::string& name, CsvNaming nam
       const auto found = cells.find(key(op));
       if (found == cells.end()) continue;
       for (const Cell& cell : found->second) {
-        where += (where.empty() ? "" : ", ") + token_of(op) + " at row " +
+        where += (where.empty() ? "" : ", ") + action_token(op) + " at row " +
                  std::to_string(cell.row) + " column " + std::to_string(cell.column);
       }
     }
@@ -389,6 +383,12 @@ ScheduleFile parse_with(std::istream& in, const std::string& name, CsvNaming nam
 }
 
 }  // namespace
+
+std::string action_token(const sim::Op& op) {
+  static const char* kLetters[] = {"F", "I", "W", "B"};  // F, B (input gradient), W, BW
+  return std::to_string(op.stage) + kLetters[static_cast<int>(op.kind)] +
+         std::to_string(op.microbatch);
+}
 
 sim::Schedule parse_schedule_csv(std::istream& in, const std::string& name, CsvNaming naming) {
   return parse_schedule_file(in, name, naming).schedule;
@@ -448,8 +448,8 @@ void write_schedule_csv(std::ostream& out, const sim::Schedule& schedule, CsvFor
       return;
     }
     if (!cells.empty()) cells += ',';  // piece by piece: GCC 12 misreads "," + ... (-Wrestrict)
-    cells += action_token(op.kind == OpKind::F ? ActionType::RecvF : ActionType::RecvB, op.stage,
-                          op.microbatch);
+    cells += transfer_token(op.kind == OpKind::F ? ActionType::RecvF : ActionType::RecvB, op.stage,
+                            op.microbatch);
   };
   const auto send = [&](const Op& op, int d, std::string& cells) {
     sim::SlotRef outputs[2];
@@ -459,8 +459,8 @@ void write_schedule_csv(std::ostream& out, const sim::Schedule& schedule, CsvFor
       if (outputs[k].slot == sim::Slot::Weight || device_of(outputs[k].stage) == d) continue;
       if (op.kind == OpKind::F && outputs[k].slot != sim::Slot::Forward) continue;
       if (!cells.empty()) cells += ',';
-      cells += action_token(op.kind == OpKind::F ? ActionType::SendF : ActionType::SendB, op.stage,
-                            op.microbatch);
+      cells += transfer_token(op.kind == OpKind::F ? ActionType::SendF : ActionType::SendB,
+                              op.stage, op.microbatch);
     }
   };
   for (std::size_t d = 0; d < schedule.device_ops.size(); ++d) {
@@ -482,7 +482,7 @@ void write_schedule_csv(std::ostream& out, const sim::Schedule& schedule, CsvFor
         ++i;
       } else {
         recv(ops[i], device, before);
-        cell = token_of(ops[i]);
+        cell = action_token(ops[i]);
         send(ops[i], device, after);
       }
       for (const std::string* piece : {&before, &cell, &after}) {

@@ -46,6 +46,9 @@ class ScheduleFileError : public Error {
 
 enum class CsvNaming : std::uint8_t { Current, Legacy };
 
+// An op as a cell names it in the current naming: "0F3", "2I1", "1W0", "3B2".
+std::string action_token(const sim::Op& op);
+
 // What a written file holds: the passes alone, or also a RECV before each pass whose input
 // comes from another rank and a SEND after each pass whose output goes to another rank.
 enum class CsvFormat : std::uint8_t { Compute, Comms };

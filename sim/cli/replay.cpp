@@ -30,13 +30,6 @@ using Writer = rapidjson::PrettyWriter<rapidjson::OStreamWrapper>;
 // A difference larger than this share of the measured iteration is explained.
 constexpr double kExplainAbove = 0.05;
 
-// "0F3", "2I1", "1W0", "3B2": PyTorch's action names.
-std::string action_name(const sim::Op& op) {
-  static const char* kLetters[] = {"F", "I", "W", "B"};  // F, B (input gradient), W, BW
-  return std::to_string(op.stage) + kLetters[static_cast<int>(op.kind)] +
-         std::to_string(op.microbatch);
-}
-
 template <typename Device>
 std::string device_name(const Device& d) {
   return d.thread == traces::kNoThread
@@ -59,8 +52,9 @@ std::string gap_line(const traces::IterationReplay& r, const traces::GapComparis
   return fmt::format(
       "device {} ({}) before {}: the trace idles {:.3f} ms, the simulation {:.3f} ms "
       "({})",
-      g.device, device_name(r.devices[static_cast<std::size_t>(g.device)]), action_name(g.op),
-      sim::ns_to_ms(g.measured_gap_ns), sim::ns_to_ms(g.replayed_gap_ns), gap_kind(g));
+      g.device, device_name(r.devices[static_cast<std::size_t>(g.device)]),
+      traces::action_token(g.op), sim::ns_to_ms(g.measured_gap_ns),
+      sim::ns_to_ms(g.replayed_gap_ns), gap_kind(g));
 }
 
 double relative(sim::TimeNs value, sim::TimeNs reference) {
@@ -216,12 +210,12 @@ void write_table(std::ostream& out, const traces::Profile& profile,
                "measured ms", "replayed ms", "largest idle time in the trace");
     for (std::size_t d = 0; d < r.devices.size(); ++d) {
       const traces::DeviceReplay& dev = r.devices[d];
-      const std::string gap =
-          dev.has_gap
-              ? fmt::format("{:.3f} ms before {} (simulation {:.3f} ms)",
-                            sim::ns_to_ms(dev.largest.measured_gap_ns), action_name(dev.largest.op),
-                            sim::ns_to_ms(dev.largest.replayed_gap_ns))
-              : std::string("none");
+      const std::string gap = dev.has_gap
+                                  ? fmt::format("{:.3f} ms before {} (simulation {:.3f} ms)",
+                                                sim::ns_to_ms(dev.largest.measured_gap_ns),
+                                                traces::action_token(dev.largest.op),
+                                                sim::ns_to_ms(dev.largest.replayed_gap_ns))
+                                  : std::string("none");
       fmt::print(out, "{:>6}  {:<22} {:>12.3f} {:>12.3f}  {}\n", d, device_name(dev),
                  sim::ns_to_ms(dev.measured_span_ns), sim::ns_to_ms(dev.replayed_span_ns), gap);
     }
@@ -277,7 +271,7 @@ void write_executed_summary(std::ostream& out, const traces::Profile& profile,
       constexpr std::size_t kShown = 24;
       for (std::size_t i = 0; i < device.passes.size() && i < kShown; ++i) {
         order += ' ';  // appended piece by piece: GCC 12 misreads " " + ... (-Wrestrict)
-        order += action_name(device.passes[i].op);
+        order += traces::action_token(device.passes[i].op);
       }
       if (device.passes.size() > kShown) {
         order += fmt::format(" ... ({} more)", device.passes.size() - kShown);
