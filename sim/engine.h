@@ -22,6 +22,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <algorithm>
 #include <vector>
 
 #include "sim/cost_model.h"
@@ -40,6 +41,18 @@ struct OpTiming {
 // overlapped pair have the pair's start and end.
 struct Timeline {
   std::vector<std::vector<OpTiming>> device_ops;
+
+  // Device d's span: its first op's start to its last op's end (0 without ops).
+  TimeNs span_ns(std::size_t d) const {
+    const auto& ops = device_ops[d];
+    return ops.empty() ? 0 : ops.back().end_ns - ops.front().start_ns;
+  }
+  // The largest device span: the zero-bubble paper's cost.
+  TimeNs max_span_ns() const {
+    TimeNs span = 0;
+    for (std::size_t d = 0; d < device_ops.size(); ++d) span = std::max(span, span_ns(d));
+    return span;
+  }
 };
 
 struct OpEvent {

@@ -38,7 +38,7 @@ Metrics compute_metrics(const Schedule& schedule, const Timeline& timeline,
     for (const std::size_t i : schedule.pairs_of(static_cast<int>(d)))
       dm.busy_ns -= ops[i + 1].end_ns - ops[i + 1].start_ns;  // the pair counts once
     if (!ops.empty()) {
-      dm.span_ns = ops.back().end_ns - ops.front().start_ns;
+      dm.span_ns = timeline.span_ns(d);
       first_start = std::min(first_start, ops.front().start_ns);
       last_end = std::max(last_end, ops.back().end_ns);
     }

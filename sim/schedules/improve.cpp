@@ -95,7 +95,7 @@ class Improver {
     }
     for (std::size_t d = 0; d < e.timeline.device_ops.size(); ++d) {
       const auto& ops = e.timeline.device_ops[d];
-      const TimeNs span = ops.empty() ? 0 : ops.back().end_ns - ops.front().start_ns;
+      const TimeNs span = e.timeline.span_ns(d);
       e.span_ns.push_back(span);
       e.score.max_span_ns = std::max(e.score.max_span_ns, span);
       e.score.sum_span_ns += span;

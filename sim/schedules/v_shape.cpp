@@ -9,6 +9,7 @@
 #include "sim/engine.h"
 #include "sim/placement.h"
 #include "sim/schedules/improve.h"
+#include "sim/schedules/stage_costs.h"
 
 namespace bubblesim::sim {
 
@@ -64,49 +65,6 @@ struct Score {
     return sum_span_ns < other.sum_span_ns;
   }
 };
-
-// The costs of one stage's ops on its device, looked up once per generate() rather than once
-// per decision: the greedy takes an op's cost to depend on its kind and stage, not on its
-// microbatch (true of PerDeviceCostModel; the check at the end of generate() catches a model
-// where it is not).
-struct StageCosts {
-  TimeNs f_ns = 0, b_ns = 0, w_ns = 0;
-  TimeNs f_out_ns = 0;  // from the end of F until the input of the next op of the microbatch
-                        // (the next stage's F, or this stage's B on the last stage) is there
-  TimeNs b_out_ns = 0;  // from the end of B until the previous stage's B has its input
-  double f_delta = 0, b_delta = 0, w_delta = 0;  // activation memory
-
-  TimeNs duration_ns(OpKind kind) const {
-    return kind == OpKind::F ? f_ns : kind == OpKind::B ? b_ns : w_ns;
-  }
-  double delta(OpKind kind) const {
-    return kind == OpKind::F ? f_delta : kind == OpKind::B ? b_delta : w_delta;
-  }
-};
-
-std::vector<StageCosts> stage_costs(int p, const CostModel& costs) {
-  const std::vector<int> device = v_placement(p);
-  const int stages = 2 * p;
-  std::vector<StageCosts> out(static_cast<std::size_t>(stages));
-  for (int s = 0; s < stages; ++s) {
-    const int d = device[static_cast<std::size_t>(s)];
-    auto of = [&](OpKind kind) { return Op{kind, s, s < p ? 0 : 1, 0}; };
-    auto hop = [&](int to) {
-      const int e = device[static_cast<std::size_t>(to)];
-      return e == d ? TimeNs{0} : costs.transfer_ns(d, e);
-    };
-    StageCosts& c = out[static_cast<std::size_t>(s)];
-    c.f_ns = costs.duration_ns(of(OpKind::F), d);
-    c.b_ns = costs.duration_ns(of(OpKind::B), d);
-    c.w_ns = costs.duration_ns(of(OpKind::W), d);
-    c.f_out_ns = s + 1 < stages ? hop(s + 1) : 0;
-    c.b_out_ns = s > 0 ? hop(s - 1) : 0;
-    c.f_delta = costs.activation_delta(of(OpKind::F), d);
-    c.b_delta = costs.activation_delta(of(OpKind::B), d);
-    c.w_delta = costs.activation_delta(of(OpKind::W), d);
-  }
-  return out;
-}
 
 // Builds one V schedule by simulating: see v_shape.h. Returns nothing when the memory limit
 // stops every device before all ops are placed.
@@ -728,11 +686,7 @@ std::optional<std::pair<Schedule, TimeNs>> best_v_block(int p, int m,
     if (!block.lay_out(t0 + t0 * j / kSteps)) continue;
     if (!block.within(m, limit)) continue;
     Schedule schedule = block.repeat(m);
-    const Timeline timeline = Engine(schedule, model).run();
-    TimeNs span = 0;
-    for (const auto& ops : timeline.device_ops) {
-      if (!ops.empty()) span = std::max(span, ops.back().end_ns - ops.front().start_ns);
-    }
+    const TimeNs span = Engine(schedule, model).run().max_span_ns();
     ++timed;
     if (!best || span < best->second) best.emplace(std::move(schedule), span);
   }
@@ -800,7 +754,7 @@ class VShape final : public ScheduleGenerator {
       limit.push_back(l);
     }
 
-    const std::vector<StageCosts> stage_cost = stage_costs(p, costs);
+    const std::vector<StageCosts> stage_cost = stage_costs(v_placement(p), costs);
     VSearch search(p, m, stage_cost, limit);
     search.run();
     std::optional<std::pair<Schedule, TimeNs>> block =

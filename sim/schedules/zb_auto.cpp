@@ -1,5 +1,4 @@
 #include "sim/schedules/zb_auto.h"
-#include "sim/schedules/improve.h"
 
 #include <algorithm>
 #include <cmath>
@@ -7,8 +6,12 @@
 
 #include "sim/cost_model.h"
 #include "sim/device_events.h"
-#include "sim/schedules/handcrafted.h"
+#include "sim/engine.h"
 #include "sim/metrics.h"
+#include "sim/placement.h"
+#include "sim/schedules/handcrafted.h"
+#include "sim/schedules/improve.h"
+#include "sim/schedules/stage_costs.h"
 
 namespace bubblesim::sim {
 
@@ -32,25 +35,6 @@ struct Built {
   TimeNs max_span_ns = 0;
 };
 
-// The costs of one stage, read once from the cost model (microbatch 0 stands for all).
-struct StageCosts {
-  TimeNs f_ns, b_ns, w_ns;
-  TimeNs to_next_ns, to_prev_ns;  // transfer to the next / previous stage's device
-  double f_delta, b_delta, w_delta;
-};
-
-std::vector<StageCosts> stage_costs(int p, const CostModel& costs) {
-  std::vector<StageCosts> out;
-  for (int s = 0; s < p; ++s) {
-    const Op f{OpKind::F, s, 0, 0}, b{OpKind::B, s, 0, 0}, w{OpKind::W, s, 0, 0};
-    out.push_back(StageCosts{costs.duration_ns(f, s), costs.duration_ns(b, s),
-                             costs.duration_ns(w, s), s + 1 < p ? costs.transfer_ns(s, s + 1) : 0,
-                             s > 0 ? costs.transfer_ns(s, s - 1) : 0, costs.activation_delta(f, s),
-                             costs.activation_delta(b, s), costs.activation_delta(w, s)});
-  }
-  return out;
-}
-
 // Warm-up forwards per stage: as many as run before the first B can arrive if every stage
 // starts its first F as soon as it can, within the limit, and at least one more than the next
 // stage (as far as the limit allows).
@@ -59,12 +43,12 @@ std::vector<int> warmup_forwards(int m, const std::vector<StageCosts>& c,
   const int p = static_cast<int>(c.size());
   std::vector<TimeNs> first_f(c.size(), 0);
   for (std::size_t s = 1; s < c.size(); ++s)
-    first_f[s] = first_f[s - 1] + c[s - 1].f_ns + c[s - 1].to_next_ns;
+    first_f[s] = first_f[s - 1] + c[s - 1].f_ns + c[s - 1].f_out_ns;
   std::vector<int> warm(c.size(), 1);
   TimeNs b_arrives = first_f.back() + c.back().f_ns;  // on the last stage, after its first F
   for (int s = p - 1; s >= 0; --s) {
     const auto i = static_cast<std::size_t>(s);
-    if (s < p - 1) b_arrives += c[i + 1].b_ns + c[i + 1].to_prev_ns;
+    if (s < p - 1) b_arrives += c[i + 1].b_ns + c[i + 1].b_out_ns;
     const double window = static_cast<double>(b_arrives - first_f[i]);
     const double fit = window / static_cast<double>(std::max<TimeNs>(c[i].f_ns, 1));
     int n = static_cast<int>(choices.idle_before_first_b ? std::floor(fit + 1e-9)
@@ -233,13 +217,13 @@ class LinearGreedy {
     if (pick.kind == OpKind::F) {
       if (s + 1 < p_) {
         consumer = s + 1;
-        arrival = f_ready_[index(s + 1, mb)] = end + c.to_next_ns;
+        arrival = f_ready_[index(s + 1, mb)] = end + c.f_out_ns;
       } else {
         b_ready_[index(s, mb)] = end;
       }
     } else if (pick.kind == OpKind::B && s > 0) {
       consumer = s - 1;
-      arrival = b_ready_[index(s - 1, mb)] = end + c.to_prev_ns;
+      arrival = b_ready_[index(s - 1, mb)] = end + c.b_out_ns;
     }
     replan(s);
     // An input that arrives after the consumer's planned F or B starts cannot change that
@@ -264,64 +248,6 @@ class LinearGreedy {
   TimeNs max_idle_ = 0;      // the most idle time of any stage so far
   Schedule schedule_;
 };
-
-// The longest device span of `schedule` (stage s on device s, split backward, each pass in
-// microbatch order) with the stages' costs, every op starting once its device is free and its
-// input has arrived: the engine's timing, found by sweeping the devices in turn, forward and
-// back, each as far as its inputs allow. Much cheaper than a greedy run; kNever if it
-// deadlocks.
-TimeNs fixed_order_span(const Schedule& schedule, int m, const std::vector<StageCosts>& c) {
-  const int p = static_cast<int>(c.size());
-  const auto at = [m](int stage, int mb) {
-    return static_cast<std::size_t>(stage) * static_cast<std::size_t>(m) +
-           static_cast<std::size_t>(mb);
-  };
-  std::vector<TimeNs> f_end(static_cast<std::size_t>(p * m), kNever), b_end(f_end);
-  std::vector<std::size_t> next(c.size(), 0);
-  std::vector<TimeNs> free(c.size(), 0), first(c.size(), kNever);
-  std::size_t placed = 0;
-  const auto advance = [&](int d) {
-    const auto i = static_cast<std::size_t>(d);
-    const auto& ops = schedule.device_ops[i];
-    bool moved = false;
-    for (; next[i] < ops.size(); ++next[i], ++placed, moved = true) {
-      const Op& op = ops[next[i]];
-      TimeNs ready = 0, duration = c[i].w_ns;
-      if (op.kind == OpKind::F) {
-        duration = c[i].f_ns;
-        if (d > 0) {
-          ready = f_end[at(d - 1, op.microbatch)];
-          if (ready != kNever) ready += c[i - 1].to_next_ns;
-        }
-      } else if (op.kind == OpKind::B) {
-        duration = c[i].b_ns;
-        ready = d + 1 < p ? b_end[at(d + 1, op.microbatch)] : f_end[at(d, op.microbatch)];
-        if (ready != kNever && d + 1 < p) ready += c[i + 1].to_prev_ns;
-      } else {
-        ready = b_end[at(d, op.microbatch)];
-      }
-      if (ready == kNever) break;
-      const TimeNs start = std::max(free[i], ready);
-      first[i] = std::min(first[i], start);
-      free[i] = start + duration;
-      if (op.kind == OpKind::F) f_end[at(d, op.microbatch)] = free[i];
-      if (op.kind == OpKind::B) b_end[at(d, op.microbatch)] = free[i];
-    }
-    return moved;
-  };
-  for (bool moved = true; moved;) {
-    moved = false;
-    for (int d = 0; d < p; ++d)
-      moved = advance(d) || moved;
-    for (int d = p - 1; d >= 0; --d)
-      moved = advance(d) || moved;
-  }
-  if (placed != static_cast<std::size_t>(3 * p * m)) return kNever;
-  TimeNs span = 0;
-  for (std::size_t i = 0; i < c.size(); ++i)
-    span = std::max(span, free[i] - first[i]);
-  return span;
-}
 
 bool fits_everywhere(const Schedule& schedule, const CostModel& costs,
                      const std::vector<double>& limit) {
@@ -352,7 +278,7 @@ constexpr std::size_t kMinRuns = 1;
 }  // namespace
 
 Schedule auto_zero_bubble(int p, int m, const CostModel& costs, const std::vector<double>& limit) {
-  const std::vector<StageCosts> c = stage_costs(p, costs);
+  const std::vector<StageCosts> c = stage_costs(looped_placement(p, 1), costs);
   for (int s = 0; s < p; ++s) {
     const auto i = static_cast<std::size_t>(s);
     const double need = std::max(c[i].f_delta, c[i].f_delta + c[i].b_delta);
@@ -383,7 +309,7 @@ Schedule auto_zero_bubble(int p, int m, const CostModel& costs, const std::vecto
   // The handcrafted schedule with the most memory that fits the limit competes too, so the
   // result is never worse than it.
   if (std::optional<Schedule> handcrafted = handcrafted_candidate(p, m, costs, limit)) {
-    const TimeNs span = fixed_order_span(*handcrafted, m, c);
+    const TimeNs span = Engine(*handcrafted, costs).run().max_span_ns();
     if (!best || span < best->max_span_ns) best = Built{std::move(*handcrafted), span};
   }
   BUBBLESIM_CHECK(best.has_value() && best->schedule.num_ops() == num_ops,
