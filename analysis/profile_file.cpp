@@ -175,6 +175,7 @@ traces::Profile read_profile(const std::string& path) {
                               r.gpu_end_ns,
                               r.kernel_ns,
                               r.gpu_ops});
+    if (r.gpu_ops == 0) ++profile.cpu_timed_passes;
   }
   for (const CommRow& r : read_table<CommRow>(at, file, root, "comms", comms_type())) {
     if (static_cast<int>(r.collective) >= traces::kNumCollectives) {

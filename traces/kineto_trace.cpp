@@ -1,3 +1,8 @@
+// GCC 12 warns about std::regex's own code at -O1 (a false positive, GCC bug 105562).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
 #include "traces/kineto_trace.h"
 
 #include <rapidjson/error/en.h>
@@ -13,6 +18,7 @@
 #include <memory>
 #include <optional>
 #include <queue>
+#include <regex>
 #include <string_view>
 #include <unordered_map>
 #include <utility>
@@ -159,7 +165,8 @@ struct Range {
   TimeNs end_ns;
   std::int64_t key;  // process (CPU ranges) or device pid (GPU ranges)
   RangeLabel label;
-  Collective collective;  // nccl:* ranges
+  Collective collective;            // nccl:* ranges
+  std::int64_t thread = kNoThread;  // the tid of a recorder event (its rank)
 };
 
 struct NcclKernel {
@@ -239,7 +246,8 @@ enum class Category : std::uint8_t {
   Runtime,
   Annotation,
   GpuAnnotation,
-  BubblesimOp
+  BubblesimOp,
+  Recorder  // a complete event without "cat": PiPPy's own event recorder
 };
 
 // Kineto's categories; older PyTorch profilers (1.8) wrote Kernel, Memcpy, Memset, Runtime.
@@ -270,6 +278,7 @@ enum class Field : std::uint8_t {
   Cat,
   Name,
   Pid,
+  Tid,
   Ts,
   Dur,
   Args,
@@ -291,9 +300,11 @@ enum class Field : std::uint8_t {
 
 struct Event {
   bool complete = false;  // "ph": "X"
+  bool has_category = false;
   Category category = Category::Other;
   std::string name;
   std::int64_t pid = 0;
+  std::int64_t tid = 0;
   std::optional<TimeNs> ts_ns, dur_ns;
   std::uint64_t correlation = kNoCorrelation;
   std::optional<std::int64_t> device;
@@ -309,6 +320,7 @@ struct TraceRecords {
   std::vector<Range> cpu_ranges, gpu_ranges, nccl_ranges;
   std::vector<NcclKernel> nccl;
   std::vector<PassSample> direct;  // bubblesim_op events
+  std::vector<TimeNs> boundaries;  // starts of the iteration ranges
   std::map<std::int32_t, std::string> device_names;
 };
 
@@ -316,8 +328,8 @@ struct TraceRecords {
 // the events array (at events_level_), their args one level deeper.
 class Handler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Handler> {
  public:
-  Handler(const RangeLabeller& labeller, TraceRecords& records)
-      : labeller_(labeller), records_(records) {}
+  Handler(const RangeLabeller& labeller, const std::regex& iteration, TraceRecords& records)
+      : labeller_(labeller), iteration_(iteration), records_(records) {}
 
   const std::string& error() const { return error_; }
   bool found_events() const { return events_level_ != 0; }
@@ -393,6 +405,7 @@ class Handler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Handler> 
                  : is(key, "cat")  ? Field::Cat
                  : is(key, "name") ? Field::Name
                  : is(key, "pid")  ? Field::Pid
+                 : is(key, "tid")  ? Field::Tid
                  : is(key, "ts")   ? Field::Ts
                  : is(key, "dur")  ? Field::Dur
                  : is(key, "args") ? Field::Args
@@ -426,12 +439,16 @@ class Handler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Handler> 
         break;
       case Field::Cat:
         event_.category = category_of(s);
+        event_.has_category = true;
         break;
       case Field::Name:
         event_.name.assign(s);
         break;
       case Field::Pid:
         event_.pid = intern(s);
+        break;
+      case Field::Tid:
+        event_.tid = intern(s);
         break;
       case Field::Ts:
       case Field::Dur:
@@ -476,6 +493,9 @@ class Handler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Handler> 
     switch (field) {
       case Field::Pid:
         event_.pid = value;
+        break;
+      case Field::Tid:
+        event_.tid = value;
         break;
       case Field::Correlation:
         event_.correlation = static_cast<std::uint64_t>(value);
@@ -526,7 +546,10 @@ class Handler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Handler> 
     return true;
   }
 
+  // A string id: its number when it is one ("0", as PiPPy's recorder writes), else a
+  // negative id of its own.
   std::int64_t intern(std::string_view s) {
+    if (std::int64_t value = 0; parse_int(s, value) && value >= 0) return value;
     const auto [it, fresh] =
         string_pids_.emplace(std::string(s), -1 - static_cast<std::int64_t>(string_pids_.size()));
     return it->second;
@@ -535,6 +558,8 @@ class Handler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Handler> 
   bool finish_event() {
     Event& e = event_;
     ++event_index_;
+    // A complete event without "cat" counts only as a range of PiPPy's recorder, with times.
+    if (e.complete && !e.has_category && e.ts_ns && e.dur_ns) e.category = Category::Recorder;
     if (!e.complete || e.category == Category::Other) return true;
     if (!e.ts_ns || !e.dur_ns) {
       return fail("event " + std::to_string(event_index_ - 1) + " ('" + e.name.substr(0, 80) +
@@ -575,6 +600,13 @@ class Handler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Handler> 
           append(records_.nccl_ranges, Range{start, end, e.pid, {}, collective_of_text(e.name)});
         } else if (const auto label = label_of(e.name)) {
           append(records_.cpu_ranges, Range{start, end, e.pid, *label, Collective::Unknown});
+        } else if (is_boundary(e.name)) {
+          append(records_.boundaries, start);
+        }
+        break;
+      case Category::Recorder:
+        if (const auto label = label_of(e.name)) {
+          append(records_.cpu_ranges, Range{start, end, e.pid, *label, Collective::Unknown, e.tid});
         }
         break;
       case Category::GpuAnnotation:
@@ -607,7 +639,15 @@ class Handler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Handler> 
     return labels_.emplace(name, labeller_.label(name)).first->second;
   }
 
+  // Whether a range starts an iteration, through a cache.
+  bool is_boundary(const std::string& name) {
+    const auto it = boundaries_.find(name);
+    if (it != boundaries_.end()) return it->second;
+    return boundaries_.emplace(name, std::regex_match(name, iteration_)).first->second;
+  }
+
   const RangeLabeller& labeller_;
+  const std::regex& iteration_;
   TraceRecords& records_;
   std::string error_;
   int level_ = 0;
@@ -626,6 +666,7 @@ class Handler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Handler> 
   std::string device_name_;
   std::unordered_map<std::string, std::int64_t> string_pids_;
   std::unordered_map<std::string, std::optional<RangeLabel>> labels_;
+  std::unordered_map<std::string, bool> boundaries_;
 };
 
 // A point in time on a process or device, to be placed in the ranges of that key.
@@ -666,9 +707,10 @@ void place(std::vector<Range>& ranges, std::vector<Query>& queries, Match match)
   }
 }
 
-void read_trace(const std::string& path, const RangeLabeller& labeller, TraceRecords& records) {
+void read_trace(const std::string& path, const RangeLabeller& labeller, const std::regex& iteration,
+                TraceRecords& records) {
   InflatingStream stream(path);
-  Handler handler(labeller, records);
+  Handler handler(labeller, iteration, records);
   rapidjson::Reader reader;
   const rapidjson::ParseResult result =
       reader.Parse<rapidjson::kParseNumbersAsStringsFlag>(stream, handler);
@@ -702,6 +744,7 @@ void add_trace(TraceRecords& r, std::int32_t trace, Profile& profile) {
   const auto add_op = [&](PassSample& s, const Range& range, const GpuOp& op) {
     if (s.gpu_ops == 0) {
       s = PassSample{range.label, trace, range.key, op.start_ns, op.start_ns + op.dur_ns, 0, 0};
+      s.thread = range.thread;
     }
     s.gpu_start_ns = std::min(s.gpu_start_ns, op.start_ns);
     s.gpu_end_ns = std::max(s.gpu_end_ns, op.start_ns + op.dur_ns);
@@ -748,13 +791,55 @@ void add_trace(TraceRecords& r, std::int32_t trace, Profile& profile) {
     r.nccl[q.item].from_annotation = r.nccl_ranges[range].collective;
   });
 
-  std::size_t first = profile.passes.size();
-  for (auto* samples : {&cpu_samples, &gpu_samples, &r.direct}) {
-    for (PassSample& s : *samples) {
-      if (s.gpu_ops == 0) continue;
-      s.trace = trace;
-      profile.passes.push_back(s);
+  // A trace without GPU work (recorded on CPU): each labelled range is timed by itself.
+  const bool cpu_timed = r.ops.empty() && r.direct.empty();
+  if (cpu_timed) {
+    for (std::size_t i = 0; i < r.cpu_ranges.size(); ++i) {
+      const Range& range = r.cpu_ranges[i];
+      cpu_samples[i] = PassSample{range.label,
+                                  trace,
+                                  range.key,
+                                  range.start_ns,
+                                  range.end_ns,
+                                  range.end_ns - range.start_ns,
+                                  0};
+      cpu_samples[i].thread = range.thread;
     }
+  }
+
+  // Iterations: boundaries at or before the start of each sample's range.
+  std::sort(r.boundaries.begin(), r.boundaries.end());
+  const auto iteration_at = [&](TimeNs start) {
+    return static_cast<std::int32_t>(
+        std::upper_bound(r.boundaries.begin(), r.boundaries.end(), start) - r.boundaries.begin());
+  };
+  std::size_t first = profile.passes.size();
+  for (std::size_t i = 0; i < cpu_samples.size(); ++i) {
+    if (cpu_samples[i].gpu_ops == 0 && !cpu_timed) continue;
+    cpu_samples[i].iteration = iteration_at(r.cpu_ranges[i].start_ns);
+    profile.passes.push_back(cpu_samples[i]);
+    if (cpu_timed) ++profile.cpu_timed_passes;
+  }
+  for (std::size_t i = 0; i < gpu_samples.size(); ++i) {
+    if (gpu_samples[i].gpu_ops == 0) continue;
+    gpu_samples[i].iteration = iteration_at(r.gpu_ranges[i].start_ns);
+    profile.passes.push_back(gpu_samples[i]);
+  }
+  for (PassSample& s : r.direct) {
+    s.trace = trace;
+    s.iteration = iteration_at(s.gpu_start_ns);
+    profile.passes.push_back(s);
+  }
+  // Renumbered 0, 1, ... over the iterations that hold samples.
+  std::vector<std::int32_t> held;
+  for (std::size_t i = first; i < profile.passes.size(); ++i)
+    held.push_back(profile.passes[i].iteration);
+  std::sort(held.begin(), held.end());
+  held.erase(std::unique(held.begin(), held.end()), held.end());
+  for (std::size_t i = first; i < profile.passes.size(); ++i) {
+    PassSample& s = profile.passes[i];
+    s.iteration = static_cast<std::int32_t>(
+        std::lower_bound(held.begin(), held.end(), s.iteration) - held.begin());
   }
   std::stable_sort(
       profile.passes.begin() + static_cast<std::ptrdiff_t>(first), profile.passes.end(),
@@ -802,11 +887,19 @@ void add_trace(TraceRecords& r, std::int32_t trace, Profile& profile) {
 
 }  // namespace
 
-Profile import_kineto_traces(const std::vector<std::string>& paths, const RangeLabeller& labeller) {
+Profile import_kineto_traces(const std::vector<std::string>& paths, const RangeLabeller& labeller,
+                             const std::string& iteration_pattern) {
+  std::regex iteration;
+  try {
+    iteration = std::regex(iteration_pattern, std::regex::ECMAScript | std::regex::optimize);
+  } catch (const std::regex_error& e) {
+    throw InvalidArgument("option --iteration-regex: '" + iteration_pattern +
+                          "' is not a valid regular expression: " + e.what());
+  }
   Profile profile;
   for (std::size_t i = 0; i < paths.size(); ++i) {
     TraceRecords records;
-    read_trace(paths[i], labeller, records);
+    read_trace(paths[i], labeller, iteration, records);
     add_trace(records, static_cast<std::int32_t>(i), profile);
   }
   return profile;

@@ -16,8 +16,15 @@
 // accepts and that contain the launch time (ends inclusive), the one that starts last wins.
 // A GPU op without a launch event, or whose launch is in no labelled range, falls back to the
 // `gpu_user_annotation` ranges on its own device (same pid) that contain its start, by the
-// same rule. A range to which no GPU op belongs is no sample. NCCL kernels are not compute:
+// same rule. A range to which no GPU op belongs is no sample, except in a trace without any GPU
+// op (a pipeline recorded on CPU, e.g. PiPPy over gloo): there every labelled range is a sample
+// timed by its own start and duration (PassSample::gpu_ops = 0). NCCL kernels are not compute:
 // they become CommSamples, never part of a pass sample.
+//
+// Iterations: every `user_annotation` range whose whole name matches the iteration pattern
+// (by default PyTorch's optimizer step, "Optimizer.step#SGD.step") is a boundary at its start;
+// a sample's iteration (PassSample::iteration) counts the boundaries of its trace at or before
+// the start of its range, renumbered 0, 1, ... over the iterations that hold samples.
 //
 // An NCCL kernel's collective is, in order of preference: its "Collective name" argument, the
 // innermost `nccl:*` annotation (same process, all threads) enclosing its launch, its name
@@ -48,8 +55,14 @@ class TraceFormatError : public Error {
   using Error::Error;
 };
 
-// Imports the traces at `paths` (trace i's samples carry trace = i) into one profile.
-// Throws TraceFormatError; InvalidArgument from a RegexLabeller.
-Profile import_kineto_traces(const std::vector<std::string>& paths, const RangeLabeller& labeller);
+// The default iteration pattern: PyTorch profiler's optimizer step ranges.
+inline constexpr const char* kOptimizerStepPattern = R"(Optimizer\.step#.*)";
+
+// Imports the traces at `paths` (trace i's samples carry trace = i) into one profile, split
+// into iterations at the ranges matching `iteration_pattern` (ECMAScript).
+// Throws TraceFormatError; InvalidArgument from a RegexLabeller, or naming --iteration-regex
+// for an invalid `iteration_pattern`.
+Profile import_kineto_traces(const std::vector<std::string>& paths, const RangeLabeller& labeller,
+                             const std::string& iteration_pattern = kOptimizerStepPattern);
 
 }  // namespace bubblesim::traces

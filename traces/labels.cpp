@@ -29,6 +29,9 @@ std::optional<sim::OpKind> pass_of(std::string_view text) {
   if (text == "B" || text == "I") return sim::OpKind::B;
   if (text == "W") return sim::OpKind::W;
   if (text == "BW") return sim::OpKind::BW;
+  // Whole-step annotations ("## forward ##", "## backward ##" in PyTorch's DDP traces).
+  if (text == "forward" || text == "Forward") return sim::OpKind::F;
+  if (text == "backward" || text == "Backward") return sim::OpKind::BW;
   return std::nullopt;
 }
 

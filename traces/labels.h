@@ -9,7 +9,8 @@
 // - A regular expression (ECMAScript, std::regex) that must match the whole range name, with
 //   named groups: `pass` (required), and optionally `stage`, `microbatch`, `chunk` (decimal
 //   numbers). Other named groups are allowed and ignored. The `pass` text uses bubblesim's
-//   names: F, B (input gradient; I is accepted too), W, BW. std::regex has no named groups:
+//   names: F, B (input gradient; I is accepted too), W, BW, or the words forward (F) and
+//   backward (BW). std::regex has no named groups:
 //   each "(?<name>" is rewritten to a plain "(" and the name remembered with the number of
 //   that capturing group (counting unescaped "(" not followed by "?", outside [...]).
 #pragma once
@@ -66,7 +67,8 @@ class RegexLabeller final : public RangeLabeller {
   int chunk_group_ = 0;
 };
 
-// Maps bubblesim's pass names ("F", "B", "W", "BW"; "I" for B) to the kind.
+// Maps bubblesim's pass names ("F", "B", "W", "BW"; "I" for B; the words "forward" for F and
+// "backward" for BW, lower case or capitalised) to the kind.
 std::optional<sim::OpKind> pass_of(std::string_view text);
 
 }  // namespace bubblesim::traces

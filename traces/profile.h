@@ -13,8 +13,13 @@
 
 namespace bubblesim::traces {
 
+inline constexpr std::int64_t kNoThread = INT64_MIN;
+
 // One labelled range (one pass of one stage for one microbatch) and the GPU work attributed to
-// it. GPU work means kernels other than NCCL's, memcpys and memsets.
+// it. GPU work means kernels other than NCCL's, memcpys and memsets. In a trace without any GPU
+// work (a pipeline recorded on CPU, e.g. gloo runs), each labelled range is a sample timed by
+// itself: gpu_ops = 0, gpu_start_ns/gpu_end_ns are the range's start and end and kernel_ns its
+// duration.
 struct PassSample {
   RangeLabel label;
   std::int32_t trace = 0;        // index of the trace file among those imported
@@ -22,7 +27,13 @@ struct PassSample {
   sim::TimeNs gpu_start_ns = 0;  // start of its first GPU op, trace clock
   sim::TimeNs gpu_end_ns = 0;    // end of its last GPU op
   sim::TimeNs kernel_ns = 0;     // sum of the durations of its GPU ops
-  std::uint32_t gpu_ops = 0;     // >= 1: a range without GPU work is no sample
+  std::uint32_t gpu_ops = 0;     // >= 1, or 0 for a range timed on the CPU (above)
+  // Which iteration of its trace the range belongs to: how many iteration boundaries
+  // (kineto_trace.h) start at or before the range's own start. Not kept in HDF5 profiles.
+  std::int32_t iteration = 0;
+  // The thread of a range from PiPPy's event recorder (events without "cat"), which records
+  // each rank as a thread; kNoThread otherwise. Not kept in HDF5 profiles.
+  std::int64_t thread = kNoThread;
 
   sim::TimeNs span_ns() const { return gpu_end_ns - gpu_start_ns; }
 };
@@ -57,6 +68,7 @@ struct Profile {
   std::size_t memsets = 0;
   sim::TimeNs total_kernel_ns = 0;       // sum of the durations of every kernel
   std::size_t unattributed_gpu_ops = 0;  // non-NCCL GPU ops in no labelled range
+  std::size_t cpu_timed_passes = 0;      // samples with gpu_ops = 0 (traces without GPU work)
 };
 
 // Summary statistics of a set of durations: quantiles interpolate linearly between the

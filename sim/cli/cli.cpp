@@ -27,6 +27,7 @@
 #include "sim/schedules/zb_auto.h"
 #include "sim/simulation.h"
 #include "traces/kineto_trace.h"
+#include "traces/lowered_timing.h"
 #include "traces/perfetto_export.h"
 #include "traces/sampled_cost_model.h"
 #include "traces/schedule_csv.h"
@@ -51,6 +52,7 @@ commands:
   report      tables of a results file's runs and sweep; --html/--svg pictures
   advise      search schedules, p, m, v and microbatch size for a model on N GPUs
   import      read PyTorch profiler (Kineto) traces and print per-pass statistics
+  replay      simulate what the traces executed and compare with what they measured
   validate    run the zero-bubble authors' reference sets and compare the schedulers
   calibrate   fit op overheads and the p2p mode to measured runs (--calibration CAL.yaml)
   profile     run a command with the CUPTI profiler injected (bubblesim profile -- CMD...)
@@ -392,6 +394,17 @@ int cmd_simulate(const std::vector<std::string>& args, const std::string& comman
      "the file)")
     ("write-schedule", po::value<std::string>(),
      "also write the simulated schedule to this CSV file")
+    ("write-schedule-format", po::value<std::string>()->default_value("compute"),
+     "compute: the passes alone; comms: PyTorch's lowered format, also a RECV_F/RECV_B before "
+     "each pass whose input comes from another rank and a SEND_F/SEND_B after each pass whose "
+     "output goes to another rank")
+    ("unshard-ms", po::value<double>()->default_value(0),
+     "time each UNSHARD of a lowered --schedule-file holds its rank's stream, ms")
+    ("reshard-ms", po::value<double>()->default_value(0), "the same for each RESHARD")
+    ("reduce-grad-ms", po::value<double>()->default_value(0), "the same for each REDUCE_GRAD")
+    ("csv-naming", po::value<std::string>()->default_value("current"),
+     "the letters of --schedule-file: current (PyTorch's F, I, W, B = full backward) or legacy "
+     "(F, B = input gradient, W, BW = full backward)")
     ("trace-json", po::value<std::string>(),
      "also write the simulated timeline to this Chrome/Perfetto trace JSON file")
     ("exact", po::bool_switch(),
@@ -455,6 +468,41 @@ int cmd_simulate(const std::vector<std::string>& args, const std::string& comman
         "option --exact: improves a generated schedule (-s zb-1p, zb-2p, zb-auto, zb-v, "
         "v-half or v-min), not a --schedule-file");
   }
+  const std::string naming_name = vm["csv-naming"].as<std::string>();
+  const std::string format_name = vm["write-schedule-format"].as<std::string>();
+  if (naming_name != "current" && naming_name != "legacy") {
+    throw InvalidArgument("option --csv-naming: expected current or legacy, got '" + naming_name +
+                          "'");
+  }
+  if (format_name != "compute" && format_name != "comms") {
+    throw InvalidArgument("option --write-schedule-format: expected compute or comms, got '" +
+                          format_name + "'");
+  }
+  if (!vm["csv-naming"].defaulted() && vm.count("schedule-file") == 0) {
+    throw InvalidArgument("option --csv-naming: applies to a --schedule-file");
+  }
+  if (!vm["write-schedule-format"].defaulted() && vm.count("write-schedule") == 0) {
+    throw InvalidArgument("option --write-schedule-format: applies with --write-schedule FILE");
+  }
+  traces::ActionDurations action_durations;
+  for (const auto& [option, field] :
+       {std::pair{"unshard-ms", &traces::ActionDurations::unshard_ns},
+        std::pair{"reshard-ms", &traces::ActionDurations::reshard_ns},
+        std::pair{"reduce-grad-ms", &traces::ActionDurations::reduce_grad_ns}}) {
+    const double ms = vm[option].as<double>();
+    if (!(ms >= 0 && ms <= 1e9)) {
+      throw InvalidArgument(std::string("option --") + option +
+                            ": expected a time in ms from 0 to 1e9");
+    }
+    if (!vm[option].defaulted() && vm.count("schedule-file") == 0) {
+      throw InvalidArgument(std::string("option --") + option + ": applies to a --schedule-file");
+    }
+    action_durations.*field = sim::ms_to_ns(ms);
+  }
+  const traces::CsvNaming naming =
+      naming_name == "legacy" ? traces::CsvNaming::Legacy : traces::CsvNaming::Current;
+  const traces::CsvFormat format =
+      format_name == "comms" ? traces::CsvFormat::Comms : traces::CsvFormat::Compute;
   RunInputs in;
   sim::Schedule schedule;
   RunSummary run;
@@ -466,10 +514,26 @@ int cmd_simulate(const std::vector<std::string>& args, const std::string& comman
   };
   if (vm.count("schedule-file") != 0) {
     const std::string path = vm["schedule-file"].as<std::string>();
-    schedule = traces::read_schedule_csv(path);
+    const traces::ScheduleFile file = traces::read_schedule_file(path, naming);
+    schedule = file.schedule;
     in = read_run_inputs(vm, &schedule);
+    if (file.has_actions() &&
+        (in.replicated || in.input_rule != sim::InputRule::All || !in.out.empty() ||
+         vm.count("trace-json") != 0 || samples > 0)) {
+      throw InvalidArgument(
+          "option --schedule-file: a lowered file (SEND/RECV, UNSHARD... actions) cannot be "
+          "combined with --cluster, --dp, --optimizer-sync, --paper-evaluator, --out, "
+          "--trace-json or --samples yet");
+    }
     run = run_schedule(path, schedule, nullptr, in.params, in, std::nullopt,
                        record(std::filesystem::path(path).stem().string()));
+    if (file.has_actions()) {
+      // The actions where the file puts them (traces/lowered_timing.h), transfers as --p2p says.
+      const sim::PerDeviceCostModel costs(in.device_costs, in.params.chunks);
+      run.metrics = sim::compute_metrics(
+          schedule,
+          traces::simulate_lowered(file, costs, in.p2p, action_durations), costs);
+    }
   } else {
     const sim::ScheduleRegistry registry = make_registry();
     const sim::ScheduleGenerator& generator = registry.get(vm["schedule"].as<std::string>());
@@ -495,7 +559,7 @@ int cmd_simulate(const std::vector<std::string>& args, const std::string& comman
         monte_carlo(schedule, in, run.params.chunks, samples, vm["seed"].as<std::uint64_t>());
   }
   if (vm.count("write-schedule") != 0) {
-    traces::save_schedule_csv(vm["write-schedule"].as<std::string>(), schedule);
+    traces::save_schedule_csv(vm["write-schedule"].as<std::string>(), schedule, format);
   }
   if (vm.count("trace-json") != 0) {
     // Run again with an observer for the transfers: the plain run needs none, and is faster.
@@ -579,12 +643,16 @@ int cmd_import(const std::vector<std::string>& args, const std::string& command_
      "and optionally stage, microbatch, chunk, instead of PyTorch's PP:<stage><F|I|W|B><mb>")
     ("out", po::value<std::string>(),
      "also write the profile (every pass and NCCL sample, the devices) to this HDF5 profile "
-     "file, replacing it (docs/profile-format.md); 'simulate --profile' reads it");
+     "file, replacing it (docs/profile-format.md); 'simulate --profile' reads it")
+    ("iteration-regex", po::value<std::string>(),
+     "ranges whose name matches start an iteration (default: the optimizer step)")
+    ("write-schedule", po::value<std::string>(),
+     "also write the executed order of the first complete iteration to this PyTorch CSV file");
   // clang-format on
   po::variables_map vm;
   if (!parse(args, desc, vm, out,
              "usage: bubblesim import TRACE... [--summary | --json] [--label-regex REGEX] "
-             "[--out PROFILE.h5]\n\n"
+             "[--out PROFILE.h5] [--iteration-regex REGEX] [--write-schedule FILE.csv]\n\n"
              "Reads PyTorch profiler (Kineto) Chrome-trace JSON files, plain or .gz, attributes "
              "their kernels to the pipeline passes' labelled ranges and prints per stage and "
              "pass the kernel time, and the NCCL kernels by collective.",
@@ -601,8 +669,15 @@ int cmd_import(const std::vector<std::string>& args, const std::string& command_
   } else {
     labeller = std::make_unique<traces::PipeliningLabeller>();
   }
-  const traces::Profile profile =
-      traces::import_kineto_traces(vm["trace"].as<std::vector<std::string>>(), *labeller);
+  const traces::Profile profile = traces::import_kineto_traces(
+      vm["trace"].as<std::vector<std::string>>(), *labeller,
+      vm.count("iteration-regex") != 0 ? vm["iteration-regex"].as<std::string>()
+                                       : std::string(traces::kOptimizerStepPattern));
+  const std::string write_schedule =
+      vm.count("write-schedule") != 0 ? vm["write-schedule"].as<std::string>() : "";
+  // The executed order first: it is what refuses (no complete iteration to write).
+  std::ostringstream executed;
+  write_executed_summary(executed, profile, write_schedule);
   if (vm.count("out") != 0) {
     const std::string path = vm["out"].as<std::string>();
     if (path.empty()) throw InvalidArgument("option --out: expected a file name");
@@ -612,6 +687,7 @@ int cmd_import(const std::vector<std::string>& args, const std::string& command_
     write_profile_json(out, profile);
   } else {
     write_profile_table(out, profile);
+    out << executed.str();
   }
   return 0;
 }
@@ -714,16 +790,18 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
       status = cmd_calibrate(rest, buffer, err);
     } else if (command == "import") {
       status = cmd_import(rest, "bubblesim " + shell_words(args), buffer);
+    } else if (command == "replay") {
+      status = cmd_replay(rest, buffer);
     } else if (command == "profile") {
       return cmd_profile(rest, out, err);  // the command's output is not buffered
     } else if (command.empty()) {
       throw Usage{
           "missing command; valid commands are: schedules, simulate, compare, sweep, merge, "
-          "report, advise, import, validate, calibrate, profile (see --help)"};
+          "report, advise, import, replay, validate, calibrate, profile (see --help)"};
     } else {
       throw Usage{"unknown command '" + command +
                   "'; valid commands are: schedules, simulate, compare, sweep, merge, report, "
-                  "advise, import, validate, calibrate, profile"};
+                  "advise, import, replay, validate, calibrate, profile"};
     }
     out << buffer.str() << std::flush;
     return status;

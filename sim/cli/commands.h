@@ -8,6 +8,7 @@
 #include "sim/cli/options.h"
 #include "sim/cli/output.h"
 #include "sim/schedule_registry.h"
+#include "traces/profile.h"
 
 namespace bubblesim::cli {
 
@@ -64,5 +65,14 @@ int cmd_validate(const std::vector<std::string>& args, std::ostream& out, std::o
 // `bubblesim profile` (profile.cpp): runs a command with the CUPTI profiler injected; the
 // command's own output goes straight to this process's stdout/stderr. Returns its status.
 int cmd_profile(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+
+// `bubblesim replay` (replay.cpp): simulates the order of passes the traces executed.
+int cmd_replay(const std::vector<std::string>& args, std::ostream& out);
+
+// For `bubblesim import` (replay.cpp): per iteration, each device's executed order and the
+// measured iteration. With `write_schedule` not empty, writes the first iteration that forms a
+// complete schedule to that CSV file (Error when none does) and says so.
+void write_executed_summary(std::ostream& out, const traces::Profile& profile,
+                            const std::string& write_schedule);
 
 }  // namespace bubblesim::cli

@@ -295,7 +295,12 @@ TEST(Labels, RegexNamedGroupsBecomeNumberedOnes) {
   EXPECT_THROW(RegexLabeller("(?<stage>\\d+)"), InvalidArgument);  // no pass
   EXPECT_THROW(RegexLabeller("(?<pass>[FB]"), InvalidArgument);    // not a regex
   EXPECT_THROW(RegexLabeller("(?<pass>.)(?<pass>.)"), InvalidArgument);
-  EXPECT_THROW(RegexLabeller("(?<pass>.*)").label("forward"), InvalidArgument);
+  EXPECT_THROW(RegexLabeller("(?<pass>.*)").label("fwd"), InvalidArgument);
+  // The words of whole-step annotations ("## forward ##", "## backward ##").
+  EXPECT_EQ(RegexLabeller("## (?<pass>\\w+) ##").label("## forward ##"),
+            (RangeLabel{sim::OpKind::F}));
+  EXPECT_EQ(RegexLabeller("## (?<pass>\\w+) ##").label("## backward ##"),
+            (RangeLabel{sim::OpKind::BW}));
 }
 
 TEST(Nccl, KernelNamesOfEveryVersion) {

@@ -131,7 +131,7 @@ TEST(ScheduleCsv, InfersAVPlacementAndSkipsIdleCells) {
 
 TEST(ScheduleCsv, ErrorsNameTheCell) {
   expect_error("0F0,0X0\n", "row 1, column 2: '0X0' has an unknown action 'X'");
-  expect_error("0F0,0SEND_F0\n", "row 1, column 2: '0SEND_F0' is a communication or memory action");
+  expect_error("0F0,0SEND_F0,0B0\n", "row 1, column 2: '0SEND_F0' has no matching 1RECV_F0");
   expect_error("0F0,F1\n", "row 1, column 2: 'F1' is not an action");
   expect_error("0F0,0F\n", "row 1, column 2: '0F' is not an action");
   expect_error("0F0,(0F1;0W0)OVERLAP_F_B\n",
@@ -158,6 +158,108 @@ TEST(ScheduleCsv, ErrorsNameTheCell) {
   // A huge microbatch number is refused before anything is sized by it.
   expect_error("0F0,0B0,0F99999999,0B99999999\n",
                "need at least 200000000 actions, the file has 4");
+}
+
+std::string write_lowered(const sim::Schedule& s) {
+  std::ostringstream out;
+  write_schedule_csv(out, s, CsvFormat::Comms);
+  return out.str();
+}
+
+std::size_t count_of(const std::string& text, const std::string& needle) {
+  std::size_t n = 0;
+  for (std::size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1))
+    ++n;
+  return n;
+}
+
+TEST(ScheduleCsv, LoweredAndComputeOnlyFilesSimulateToTheSameTimeline) {
+  sim::ScheduleRegistry registry;
+  sim::add_handcrafted_schedules(registry);
+  sim::add_zb_auto_schedules(registry);
+  sim::add_interleaved_schedules(registry);
+  sim::add_v_shape_schedules(registry);
+  sim::add_dual_pipe_schedules(registry);
+  for (const sim::ScheduleGenerator* g : registry.all()) {
+    for (const int p : {2, 4}) {
+      const int v = g->default_chunks();
+      const sim::Schedule original = g->generate({p, 2 * p, v});
+      const std::string lowered = write_lowered(original);
+      const sim::Schedule compute = parse(write(original)), comms = parse(lowered);
+      ASSERT_EQ(comms.device_ops, compute.device_ops) << g->name() << " p=" << p;
+      EXPECT_EQ(comms.stage_device, compute.stage_device) << g->name();
+      EXPECT_EQ(comms.routes, compute.routes) << g->name();
+      EXPECT_EQ(comms.overlapped_pairs, compute.overlapped_pairs) << g->name();
+      // Async transfers of no time: the same timeline, op by op.
+      const auto costs = sim::PerDeviceCostModel::uniform(
+          {sim::ms_to_ns(3), sim::ms_to_ns(4), sim::ms_to_ns(2), 0, 1, 0.5}, p, v);
+      EXPECT_EQ(sim::simulate(comms, costs).timeline.device_ops,
+                sim::simulate(compute, costs).timeline.device_ops)
+          << g->name() << " p=" << p;
+      EXPECT_EQ(count_of(lowered, "SEND_F"), count_of(lowered, "RECV_F")) << g->name();
+      EXPECT_EQ(count_of(lowered, "SEND_B"), count_of(lowered, "RECV_B")) << g->name();
+    }
+  }
+  // 1F1B on p devices, one stage each: every microbatch crosses p - 1 links forward and p - 1
+  // backward.
+  const std::string lowered = write_lowered(registry.get("1f1b").generate({4, 8, 1}));
+  EXPECT_EQ(count_of(lowered, "RECV_F"), 3u * 8u);
+  EXPECT_EQ(count_of(lowered, "SEND_B"), 3u * 8u);
+}
+
+TEST(ScheduleCsv, ReadsAHandWrittenLoweredFile) {
+  // GPipe on two ranks as PyTorch lowers it, with FSDP's memory actions.
+  const sim::Schedule lowered = parse(
+      "0UNSHARD,0F0,0SEND_F0,0F1,0SEND_F1,0RECV_B0,0B0,0RECV_B1,0B1,0REDUCE_GRAD,0RESHARD\n"
+      "1UNSHARD,1RECV_F0,1F0,1RECV_F1,1F1,1B0,1SEND_B0,1B1,1SEND_B1,1REDUCE_GRAD,1RESHARD\n");
+  const sim::Schedule compute = parse("0F0,0F1,0B0,0B1\n1F0,1F1,1B0,1B1\n");
+  EXPECT_EQ(lowered.device_ops, compute.device_ops);
+  EXPECT_EQ(write_lowered(compute),
+            "0F0,0SEND_F0,0F1,0SEND_F1,0RECV_B0,0B0,0RECV_B1,0B1\n"
+            "1RECV_F0,1F0,1RECV_F1,1F1,1B0,1SEND_B0,1B1,1SEND_B1\n");
+  // F 1 ms, full backward 1 + 1 ms, no transfer time: by hand, rank 1 runs its backwards 3-5
+  // and 5-7 ms, rank 0 its own 5-7 and 7-9 ms.
+  const auto costs = sim::PerDeviceCostModel::uniform(
+      {sim::ms_to_ns(1), sim::ms_to_ns(1), sim::ms_to_ns(1), 0, 1, 0.5}, 2);
+  const sim::Timeline t = sim::simulate(lowered, costs).timeline;
+  EXPECT_EQ(t.device_ops[0][3].end_ns, sim::ms_to_ns(9));
+  EXPECT_EQ(t.device_ops[1][2].start_ns, sim::ms_to_ns(3));
+}
+
+TEST(ScheduleCsv, LoweredTransfersMustMatch) {
+  // Rank 1 receives microbatch 1's forward, which rank 0 never sends: the RECV's cell.
+  expect_error("0F0,0SEND_F0,0F1,0B0,0B1\n1RECV_F0,1F0,1RECV_F1,1F1,1B0,1B1\n",
+               "row 2, column 3: '1RECV_F1' has no matching 0SEND_F1 in the file");
+  expect_error("0F0,0B0,0SEND_B0\n1F0,1B0\n",
+               "row 1, column 3: '0SEND_B0' has no stage to exchange with (stage 0 is the first)");
+  expect_error("0F0,0SEND_F0,0B0\n1F0,1RECV_F0,1B0\n",
+               "row 2, column 2: '1RECV_F0' comes after 1F0, the pass that needs it");
+  expect_error("0SEND_F0,0F0,0B0\n1RECV_F0,1F0,1B0\n",
+               "row 1, column 1: '0SEND_F0' comes before 0F0, the pass that makes it");
+  expect_error("0F0,0B0,1SEND_B0\n1F0,1B0,0RECV_B0\n",
+               "row 1, column 3: '1SEND_B0' is on another row than its stage's passes (row 2)");
+}
+
+TEST(ScheduleCsv, OlderNamingIsReadOnRequestAndHinted) {
+  // B = input gradient, W, BW = full backward.
+  std::istringstream legacy("0F0,0B0,0W0,0F1,0BW1\n");
+  const sim::Schedule s = parse_schedule_csv(legacy, "old.csv", CsvNaming::Legacy);
+  EXPECT_EQ(s.device_ops[0],
+            (std::vector<Op>{Op{OpKind::F, 0, 0, 0}, Op{OpKind::B, 0, 0, 0}, Op{OpKind::W, 0, 0, 0},
+                             Op{OpKind::F, 0, 0, 1}, Op{OpKind::BW, 0, 0, 1}}));
+  // In today's naming B is the full backward, so a W after it is one too many; BW is unknown.
+  expect_error("0F0,0B0,0W0\n", "give --csv-naming legacy");
+  expect_error("0F0,0BW0\n", "row 1, column 2: '0BW0' has an unknown action 'BW'");
+  expect_error("0F0,0BW0\n", "(the file reads as PyTorch's older naming");
+  // A file wrong in both namings gets no hint.
+  try {
+    parse("0F0,0X0\n");
+  } catch (const ScheduleFileError& e) {
+    EXPECT_EQ(std::string(e.what()).find("legacy"), std::string::npos) << e.what();
+  }
+  // The legacy reader does not know I.
+  std::istringstream today("0F0,0I0,0W0\n");
+  EXPECT_THROW(parse_schedule_csv(today, "new.csv", CsvNaming::Legacy), ScheduleFileError);
 }
 
 TEST(ScheduleCsv, SaveIsAtomicAndReadable) {
