@@ -184,6 +184,7 @@ analysis::AdviseHardware cluster_hardware(const models::Cluster& cluster) {
 struct AdviseSetup {
   analysis::AdviseSearch search;
   std::string cluster_name;
+  std::string calibration;  // --calibration's file, "" for none
   int top = 5;
   int jobs = 0;
   Progress::Mode mode = Progress::Mode::kNone;
@@ -283,7 +284,7 @@ std::optional<AdviseSetup> prepare_advise(const std::vector<std::string>& args, 
     hw.memory_budget_bytes = budget * 1e9;
   }
   hw.efficiency = vm["efficiency"].as<double>();
-  std::string calibration;
+  std::string& calibration = setup.calibration;
   if (vm.count("calibration") != 0) {
     calibration = vm["calibration"].as<std::string>();
     const analysis::Calibration c = analysis::load_calibration(calibration);
@@ -479,7 +480,7 @@ int cmd_advise(const std::vector<std::string>& args, std::ostream& out, std::ost
              search.model.name, cluster_name.empty() ? "" : "cluster " + cluster_name + " as ",
              hw.gpus, hw.gpu.name, gb(hw.memory_budget_bytes), format_number(hw.efficiency),
              search.global_batch, format_number(hw.link_bandwidth_gbps));
-  if (!calibration.empty()) {
+  if (const std::string& calibration = setup->calibration; !calibration.empty()) {
     fmt::print(out, "calibration {}: op overhead {} ms before every pass, p2p {}\n", calibration,
                describe_op_overheads(hw.overheads), p2p_name(hw.p2p));
   }
