@@ -377,34 +377,11 @@ std::string evaluate_batch(const std::vector<std::size_t>& items, const AdviseSe
 int advise_worker(Ranks& ranks, const std::vector<std::string>& args, std::ostream& err) {
   const sim::ScheduleRegistry registry = make_schedule_registry();
   std::ostringstream ignored;
-  std::optional<AdviseSetup> setup;
-  std::string error;
-  try {
-    setup = prepare_advise(args, ignored, err, registry);
-  } catch (const std::exception& e) {
-    error = e.what();
-    if (error.empty()) error = "cannot prepare the search";
-  }
-  std::optional<tbb::task_arena> arena;
-  if (setup) arena.emplace(setup->jobs == 0 ? tbb::task_arena::automatic : setup->jobs);
-  const double timeout_s = setup ? setup->rank_timeout_s : 600;
-  try {
-    const int status = report_ready(ranks, error, setup ? setup->fingerprint : "",
-                                    arena ? arena->max_concurrency() : 1, timeout_s);
-    if (status >= 0) return status;
-    return serve(
-        ranks,
-        [&](const std::vector<std::size_t>& items) {
-          return evaluate_batch(items, *setup, registry, *arena);
-        },
-        timeout_s);
-  } catch (const RankZeroLost& e) {
-    // Rank 0 is gone: nothing else will end this job.
-    fmt::print(err, "bubblesim advise: error: {}\n", e.what());
-    err.flush();
-    ranks.abort(1);
-    return 1;
-  }
+  return run_worker<AdviseSetup>(
+      ranks, err, "bubblesim advise", [&] { return prepare_advise(args, ignored, err, registry); },
+      [&](const AdviseSetup& setup, tbb::task_arena& arena, const std::vector<std::size_t>& items) {
+        return evaluate_batch(items, setup, registry, arena);
+      });
 }
 
 }  // namespace

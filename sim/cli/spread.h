@@ -9,8 +9,15 @@
 // request answered at once, so no two ranks ever wait on each other's send.
 #pragma once
 
+#include <fmt/format.h>
+#include <fmt/ostream.h>
+#include <tbb/task_arena.h>
+
 #include <cstddef>
+#include <exception>
 #include <functional>
+#include <optional>
+#include <ostream>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -84,5 +91,41 @@ SpreadOutcome coordinate(
 // after `evaluate` threw (rank 0 has been told why). Throws RankZeroLost when rank 0 does not
 // answer a request within `timeout_s` (it answers at once while it runs).
 int serve(Ranks& ranks, const EvaluateBatch& evaluate, double timeout_s = 600);
+
+// A worker's whole run for a command (`who`, e.g. "bubblesim sweep"): prepares as rank 0 does
+// (`prepare` returns the setup, nothing after --help, or throws), reports ready or why not,
+// then serves the batches with `evaluate(setup, arena, items)`. Setup has `jobs` (threads, 0
+// for all), `rank_timeout_s` and `fingerprint`. Prints nothing but the line saying rank 0 is
+// lost (then ends the job).
+template <class Setup, class Prepare, class Evaluate>
+int run_worker(Ranks& ranks, std::ostream& err, const char* who, const Prepare& prepare,
+               const Evaluate& evaluate) {
+  std::optional<Setup> setup;
+  std::string error;
+  try {
+    setup = prepare();
+  } catch (const std::exception& e) {
+    error = e.what();
+    if (error.empty()) error = "cannot prepare the work";
+  }
+  std::optional<tbb::task_arena> arena;
+  if (setup) arena.emplace(setup->jobs == 0 ? tbb::task_arena::automatic : setup->jobs);
+  const double timeout_s = setup ? setup->rank_timeout_s : 600;
+  try {
+    const int status = report_ready(ranks, error, setup ? setup->fingerprint : "",
+                                    arena ? arena->max_concurrency() : 1, timeout_s);
+    if (status >= 0) return status;
+    return serve(
+        ranks,
+        [&](const std::vector<std::size_t>& items) { return evaluate(*setup, *arena, items); },
+        timeout_s);
+  } catch (const RankZeroLost& e) {
+    // Rank 0 is gone: nothing else will end this job.
+    fmt::print(err, "{}: error: {}\n", who, e.what());
+    err.flush();
+    ranks.abort(1);
+    return 1;
+  }
+}
 
 }  // namespace bubblesim::cli

@@ -393,36 +393,13 @@ int sweep_worker(Ranks& ranks, const std::vector<std::string>& args, std::ostrea
   const StopSignals signals;
   const sim::ScheduleRegistry registry = make_schedule_registry();
   std::ostringstream ignored;
-  std::optional<SweepSetup> setup;
-  std::string error;
-  try {
-    setup = prepare_sweep(args, ignored, err, registry);
-  } catch (const std::exception& e) {
-    error = e.what();
-    if (error.empty()) error = "cannot prepare the sweep";
-  }
-  std::optional<tbb::task_arena> arena;
-  if (setup) arena.emplace(setup->jobs == 0 ? tbb::task_arena::automatic : setup->jobs);
-  const double timeout_s = setup ? setup->rank_timeout_s : 600;
-  try {
-    const int status = report_ready(ranks, error, setup ? setup->fingerprint : "",
-                                    arena ? arena->max_concurrency() : 1, timeout_s);
-    if (status >= 0) return status;
-    po::options_description run_options;
-    add_run_options(run_options);
-    return serve(
-        ranks,
-        [&](const std::vector<std::size_t>& items) {
-          return simulate_batch(items, setup->study, run_options, registry, *arena);
-        },
-        timeout_s);
-  } catch (const RankZeroLost& e) {
-    // Rank 0 is gone: nothing else will end this job.
-    fmt::print(err, "bubblesim sweep: error: {}\n", e.what());
-    err.flush();
-    ranks.abort(1);
-    return 1;
-  }
+  po::options_description run_options;
+  add_run_options(run_options);
+  return run_worker<SweepSetup>(
+      ranks, err, "bubblesim sweep", [&] { return prepare_sweep(args, ignored, err, registry); },
+      [&](const SweepSetup& setup, tbb::task_arena& arena, const std::vector<std::size_t>& items) {
+        return simulate_batch(items, setup.study, run_options, registry, arena);
+      });
 }
 
 }  // namespace
