@@ -24,6 +24,7 @@
 #include "sim/cli/ranks.h"
 #include "sim/cli/spread.h"
 #include "sim/cli/wire.h"
+#include "sim/schedules/builtin.h"
 
 namespace bubblesim::cli {
 
@@ -375,7 +376,7 @@ std::string evaluate_batch(const std::vector<std::size_t>& items, const AdviseSe
 
 // A rank other than 0: prepares as rank 0 does, then evaluates the batches it is given.
 int advise_worker(Ranks& ranks, const std::vector<std::string>& args, std::ostream& err) {
-  const sim::ScheduleRegistry registry = make_schedule_registry();
+  const sim::ScheduleRegistry registry = sim::builtin_schedules();
   std::ostringstream ignored;
   return run_worker<AdviseSetup>(
       ranks, err, "bubblesim advise", [&] { return prepare_advise(args, ignored, err, registry); },
@@ -390,7 +391,7 @@ int cmd_advise(const std::vector<std::string>& args, std::ostream& out, std::ost
   const std::unique_ptr<Ranks> ranks = make_ranks();
   if (ranks->rank() != 0) return advise_worker(*ranks, args, err);
   const bool distributed = ranks->size() > 1;
-  const sim::ScheduleRegistry registry = make_schedule_registry();
+  const sim::ScheduleRegistry registry = sim::builtin_schedules();
   std::optional<AdviseSetup> setup;
   try {
     setup = prepare_advise(args, out, err, registry);

@@ -12,6 +12,7 @@
 #include "analysis/least_squares.h"
 #include "analysis/study.h"
 #include "sim/cli/commands.h"
+#include "sim/schedules/builtin.h"
 
 namespace bubblesim::cli {
 
@@ -225,7 +226,7 @@ int cmd_calibrate(const std::vector<std::string>& args, std::ostream& out, std::
   const analysis::MeasuredRuns runs = analysis::load_measured_runs(vm["runs"].as<std::string>());
   po::options_description run_desc;
   add_run_options(run_desc);
-  const sim::ScheduleRegistry registry = make_schedule_registry();
+  const sim::ScheduleRegistry registry = sim::builtin_schedules();
   std::vector<Prepared> prepared;
   for (const analysis::MeasuredRun& m : runs.runs)
     prepared.push_back(prepare(runs, m, run_desc, registry));

@@ -20,11 +20,7 @@
 #include "sim/cost_model.h"
 #include "sim/exact/zb_ilp.h"
 #include "sim/replicas.h"
-#include "sim/schedules/dual_pipe.h"
-#include "sim/schedules/handcrafted.h"
-#include "sim/schedules/interleaved.h"
-#include "sim/schedules/v_shape.h"
-#include "sim/schedules/zb_auto.h"
+#include "sim/schedules/builtin.h"
 #include "sim/simulation.h"
 #include "traces/kineto_trace.h"
 #include "traces/lowered_timing.h"
@@ -66,16 +62,6 @@ comm 0.601 ms).
 struct Usage {
   std::string message;
 };
-
-sim::ScheduleRegistry make_registry() {
-  sim::ScheduleRegistry registry;
-  sim::add_handcrafted_schedules(registry);
-  sim::add_zb_auto_schedules(registry);
-  sim::add_interleaved_schedules(registry);
-  sim::add_v_shape_schedules(registry);
-  sim::add_dual_pipe_schedules(registry);
-  return registry;
-}
 
 // Parses `args` (after the command) against `desc`; returns false after printing help.
 // Positional arguments go to the option `positional` of `desc` when given, else are an error.
@@ -346,7 +332,7 @@ int cmd_schedules(const std::vector<std::string>& args, std::ostream& out) {
   desc.add_options()("help,h", "show this help");
   po::variables_map vm;
   if (!parse(args, desc, vm, out, "usage: bubblesim schedules\n\nLists every schedule.")) return 0;
-  const sim::ScheduleRegistry registry = make_registry();
+  const sim::ScheduleRegistry registry = sim::builtin_schedules();
   std::size_t name_width = 4, parameters_width = 10;  // the headers' lengths
   for (const sim::ScheduleGenerator* g : registry.all()) {
     name_width = std::max(name_width, g->name().size());
@@ -517,9 +503,8 @@ int cmd_simulate(const std::vector<std::string>& args, const std::string& comman
     const traces::ScheduleFile file = traces::read_schedule_file(path, naming);
     schedule = file.schedule;
     in = read_run_inputs(vm, &schedule);
-    if (file.has_actions() &&
-        (in.replicated || in.input_rule != sim::InputRule::All || !in.out.empty() ||
-         vm.count("trace-json") != 0 || samples > 0)) {
+    if (file.has_actions() && (in.replicated || in.input_rule != sim::InputRule::All ||
+                               !in.out.empty() || vm.count("trace-json") != 0 || samples > 0)) {
       throw InvalidArgument(
           "option --schedule-file: a lowered file (SEND/RECV, UNSHARD... actions) cannot be "
           "combined with --cluster, --dp, --optimizer-sync, --paper-evaluator, --out, "
@@ -531,11 +516,10 @@ int cmd_simulate(const std::vector<std::string>& args, const std::string& comman
       // The actions where the file puts them (traces/lowered_timing.h), transfers as --p2p says.
       const sim::PerDeviceCostModel costs(in.device_costs, in.params.chunks);
       run.metrics = sim::compute_metrics(
-          schedule,
-          traces::simulate_lowered(file, costs, in.p2p, action_durations), costs);
+          schedule, traces::simulate_lowered(file, costs, in.p2p, action_durations), costs);
     }
   } else {
-    const sim::ScheduleRegistry registry = make_registry();
+    const sim::ScheduleRegistry registry = sim::builtin_schedules();
     const sim::ScheduleGenerator& generator = registry.get(vm["schedule"].as<std::string>());
     in = read_run_inputs(vm);
     if (sweep) {
@@ -600,7 +584,7 @@ int cmd_compare(const std::vector<std::string>& args, const std::string& command
              "and prints them side by side.")) {
     return 0;
   }
-  const sim::ScheduleRegistry registry = make_registry();
+  const sim::ScheduleRegistry registry = sim::builtin_schedules();
   const RunInputs in = read_run_inputs(vm);
   const std::string chosen = vm["schedule"].as<std::string>();
   // `-s all` leaves out, with a note, the schedules these parameters do not suit (1f1b-i
@@ -718,10 +702,6 @@ std::string one_line(std::string text) {
 }
 
 }  // namespace
-
-sim::ScheduleRegistry make_schedule_registry() {
-  return make_registry();
-}
 
 bool parse_command(const std::vector<std::string>& args,
                    const boost::program_options::options_description& desc,

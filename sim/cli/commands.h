@@ -12,9 +12,6 @@
 
 namespace bubblesim::cli {
 
-// Every schedule generator, registered by name.
-sim::ScheduleRegistry make_schedule_registry();
-
 // Parses `args` against `desc` into `vm` as every command does (positional arguments go to the
 // option `positional`, else are an error); returns false after printing --help to `out`.
 bool parse_command(const std::vector<std::string>& args,

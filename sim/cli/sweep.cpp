@@ -28,6 +28,7 @@
 #include "sim/cli/spread.h"
 #include "sim/cli/stop_signals.h"
 #include "sim/cli/wire.h"
+#include "sim/schedules/builtin.h"
 
 namespace bubblesim::cli {
 
@@ -391,7 +392,7 @@ std::string simulate_batch(const std::vector<std::size_t>& items, const analysis
 // given. Prints nothing (rank 0 reports for the job).
 int sweep_worker(Ranks& ranks, const std::vector<std::string>& args, std::ostream& err) {
   const StopSignals signals;
-  const sim::ScheduleRegistry registry = make_schedule_registry();
+  const sim::ScheduleRegistry registry = sim::builtin_schedules();
   std::ostringstream ignored;
   po::options_description run_options;
   add_run_options(run_options);
@@ -409,7 +410,7 @@ int cmd_sweep(const std::vector<std::string>& args, const std::string& command_l
   const std::unique_ptr<Ranks> ranks = make_ranks();
   if (ranks->rank() != 0) return sweep_worker(*ranks, args, err);
   const bool distributed = ranks->size() > 1;
-  const sim::ScheduleRegistry registry = make_schedule_registry();
+  const sim::ScheduleRegistry registry = sim::builtin_schedules();
   // Rank 0 prepares everything before the workers start; if anything fails they are told to
   // end, and the one error line comes from here.
   std::optional<SweepSetup> prepared;

@@ -8,6 +8,7 @@
 #include "analysis/validation.h"
 #include "sim/cli/commands.h"
 #include "sim/cli/progress.h"
+#include "sim/schedules/builtin.h"
 
 namespace bubblesim::cli {
 
@@ -66,7 +67,7 @@ int cmd_validate(const std::vector<std::string>& args, std::ostream& out, std::o
                      "dir")) {
     return 0;
   }
-  const sim::ScheduleRegistry registry = make_schedule_registry();
+  const sim::ScheduleRegistry registry = sim::builtin_schedules();
   std::unique_ptr<Progress> progress;
   const Progress::Mode mode = progress_mode(vm["progress"].as<std::string>(), err);
   const std::vector<analysis::ValidationRow> rows = analysis::run_reference_sets(

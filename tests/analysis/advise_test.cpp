@@ -10,6 +10,7 @@
 #include <fstream>
 
 #include "sim/cli/commands.h"
+#include "sim/schedules/builtin.h"
 #include "tests/sim/cli/cli_test_util.h"
 #include "tests/temp_path.h"
 
@@ -34,7 +35,7 @@ AdviseSearch search_on(const std::string& gpu, int gpus, double budget_gb) {
 }
 
 TEST(AdviseTest, TopChoiceFitsAndNoCandidateDominatesIt) {
-  const sim::ScheduleRegistry registry = cli::make_schedule_registry();
+  const sim::ScheduleRegistry registry = sim::builtin_schedules();
   // 20 GB on A100-40GB: the whole model (24 GB of static memory) fits on no single GPU, so
   // the answer has to be a pipeline.
   const AdviseSearch search = search_on("A100-40GB", 8, 20);
@@ -70,7 +71,7 @@ TEST(AdviseTest, TopChoiceFitsAndNoCandidateDominatesIt) {
 
 TEST(AdviseTest, PredictionsMatchSimulateWithTheModel) {
   // zb-h1 at p = 8, b = 6 is the paper's setup: m = 144 / 6 = 24. A hop moves 2sbh bytes.
-  const sim::ScheduleRegistry registry = cli::make_schedule_registry();
+  const sim::ScheduleRegistry registry = sim::builtin_schedules();
   AdviseSearch search = search_on("A100-80GB", 8, 80);
   search.microbatch_sizes = {6};
   search.schedules = {"zb-h1"};

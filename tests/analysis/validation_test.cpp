@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "sim/cli/commands.h"
+#include "sim/schedules/builtin.h"
 #include "tests/temp_path.h"
 
 namespace bubblesim::analysis {
@@ -20,7 +21,7 @@ const std::filesystem::path kReference = std::filesystem::path(BUBBLESIM_SHARED_
 
 // One test for all of it: each ctest process would run the 272 rows again.
 TEST(ReferenceSets, EveryRowValidWithinItsLimitAndCloseToTheAuthors) {
-  const sim::ScheduleRegistry registry = cli::make_schedule_registry();
+  const sim::ScheduleRegistry registry = sim::builtin_schedules();
   const std::vector<ValidationRow> rows = run_reference_sets(kReference, registry);
 
   // 120 zb-auto rows, 80 zb-v, 36 each of V-Half and V-Min (../shared/data/reference/README.md).
@@ -82,7 +83,7 @@ TEST(ReferenceSetFiles, ErrorsNameTheFileAndLine) {
         << "zb-auto,2,4,1.0,1 1,1 1,1 1,0,1,1,10,0\n"
         << "zb-auto,2,4,1.0,1 x,1 1,1 1,0,1,1,10,0\n";
   }
-  const sim::ScheduleRegistry registry = cli::make_schedule_registry();
+  const sim::ScheduleRegistry registry = sim::builtin_schedules();
   try {
     run_reference_sets(dir, registry);
     FAIL() << "no error";
