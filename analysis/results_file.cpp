@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include "analysis/hdf5_io.h"
+#include "sim/output_file.h"
 
 namespace bubblesim::analysis {
 
@@ -23,6 +24,17 @@ using namespace hdf5;
 // Error reporting for one results file.
 Where results_at(const std::string& path) {
   return Where{path, &raise_results_error};
+}
+
+// The output `path` by the writer rule; its refusals as ResultsFileError.
+sim::OutputFile results_output(const std::string& path) {
+  try {
+    return sim::OutputFile(path);
+  } catch (const ResultsFileError&) {
+    throw;
+  } catch (const Error& e) {
+    throw ResultsFileError(e.what());
+  }
 }
 
 constexpr const char* kMemoryUnit = "activation units (the unit of m_b and m_w)";
@@ -340,35 +352,31 @@ void write_file(const Where& at, const std::string& temporary, hid_t source,
   at.check(file.close(), "cannot finish writing " + temporary);
 }
 
-// Writes the new file with `write(temporary)` and renames it over the file (`source`, if open).
+// Writes the new file with `write(out.temporary())`, synced; the caller commits `out`. An
+// existing file is read from `source` (closed before returning).
 template <typename Write>
-void replace_file(const Where& at, Handle& source, const Write& write) {
-  const std::string& path = at.path;
-  std::error_code ec;
-  const std::string temporary = path + "." + std::to_string(::getpid()) + ".tmp";
-  try {
-    write(temporary);
-    if (source >= 0) {
-      at.check(source.close(), "cannot close");
-      // The new file replaces the old one: keep who may read it.
-      std::filesystem::permissions(temporary, std::filesystem::status(path).permissions(), ec);
-    }
-    sync(at, temporary);
-    if (std::rename(temporary.c_str(), path.c_str()) != 0) {
-      at.fail("cannot rename " + temporary + " into place");
-    }
-  } catch (...) {
-    std::remove(temporary.c_str());
-    throw;
+void write_new_file(const Where& at, sim::OutputFile& out, Handle& source, const Write& write) {
+  write(out.temporary());
+  if (source >= 0) at.check(source.close(), "cannot close");
+  sync(at, out.temporary());
+}
+
+// Opens the results file that `out` would replace, if there is one.
+Handle open_existing(const Where& at, const sim::OutputFile& out) {
+  if (out.writes_into_special_file()) {
+    at.fail("not a regular file (a results file is added to, so it must be one)");
   }
+  if (!out.replaces_regular_file()) return Handle();
+  int version = 0;
+  return open_results(at, version);
 }
 
 }  // namespace
 
-void write_runs(const std::string& path, const std::vector<RunRecord>& runs,
+void write_runs(sim::OutputFile& out, const std::vector<RunRecord>& runs,
                 const WriterInfo& writer, bool overwrite) {
   const QuietHdf5 quiet;
-  const Where at = results_at(path);
+  const Where at = results_at(out.path());
   std::set<std::string> names;
   for (const RunRecord& run : runs) {
     if (!valid_run_name(run.name)) {
@@ -380,38 +388,38 @@ void write_runs(const std::string& path, const std::vector<RunRecord>& runs,
     }
   }
 
-  Handle source;
-  std::error_code ec;
-  if (std::filesystem::exists(path, ec)) {
-    int version = 0;
-    source = open_results(at, version);
+  Handle source = open_existing(at, out);
+  if (source >= 0) {
     const Handle old_runs(at.check(H5Gopen2(source, "runs", H5P_DEFAULT), "cannot open /runs"),
                           H5Gclose);
     for (const std::string& name : link_names(at, old_runs)) {
       if (names.count(name) != 0 && !overwrite) {
-        throw RunExistsError(path + ": already holds a run named '" + name + "'");
+        throw RunExistsError(out.path() + ": already holds a run named '" + name + "'");
       }
     }
   }
-
-  replace_file(at, source, [&](const std::string& temporary) {
+  write_new_file(at, out, source, [&](const std::string& temporary) {
     write_file(at, temporary, source, names, runs, writer);
   });
+}
+
+void write_runs(const std::string& path, const std::vector<RunRecord>& runs,
+                const WriterInfo& writer, bool overwrite) {
+  sim::OutputFile out = results_output(path);
+  write_runs(out, runs, writer, overwrite);
+  out.commit();
 }
 
 void write_sweep_table(const std::string& path, const std::vector<SweepRow>& rows,
                        const WriterInfo& writer) {
   const QuietHdf5 quiet;
+  sim::OutputFile out = results_output(path);
   const Where at = results_at(path);
-  Handle source;
-  std::error_code ec;
-  if (std::filesystem::exists(path, ec)) {
-    int version = 0;
-    source = open_results(at, version);
-  }
-  replace_file(at, source, [&](const std::string& temporary) {
+  Handle source = open_existing(at, out);
+  write_new_file(at, out, source, [&](const std::string& temporary) {
     write_file(at, temporary, source, {}, {}, writer, &rows);
   });
+  out.commit();
 }
 
 ResultsReader::ResultsReader(const std::string& path) : path_(path), file_(H5I_INVALID_HID) {

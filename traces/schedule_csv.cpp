@@ -270,23 +270,19 @@ void write_schedule_csv(std::ostream& out, const sim::Schedule& schedule) {
   }
 }
 
-void save_schedule_csv(const std::string& path, const sim::Schedule& schedule) {
+void save_schedule_csv(sim::OutputFile& file, const sim::Schedule& schedule) {
   std::ostringstream text;
-  write_schedule_csv(text, schedule);  // may refuse the schedule: before creating any file
-  const std::string temporary = path + ".tmp";
-  {
-    std::ofstream out(temporary, std::ios::trunc);
-    out << text.str();
-    out.flush();
-    if (!out) {
-      std::remove(temporary.c_str());
-      throw Error(path + ": cannot write the schedule file");
-    }
-  }
-  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
-    std::remove(temporary.c_str());
-    throw Error(path + ": cannot write the schedule file");
-  }
+  write_schedule_csv(text, schedule);  // may refuse the schedule: before writing anything
+  std::ofstream out(file.temporary(), std::ios::trunc);
+  out << text.str();
+  out.flush();
+  if (!out) throw Error(file.path() + ": cannot write the schedule file");
+}
+
+void save_schedule_csv(const std::string& path, const sim::Schedule& schedule) {
+  sim::OutputFile file(path);
+  save_schedule_csv(file, schedule);
+  file.commit();
 }
 
 }  // namespace bubblesim::traces

@@ -15,6 +15,7 @@
 #include <string>
 
 #include "sim/error.h"
+#include "sim/output_file.h"
 #include "sim/schedule.h"
 
 namespace bubblesim::traces {
@@ -34,8 +35,10 @@ sim::Schedule read_schedule_csv(const std::string& path);
 // Writes `schedule` in the same format (no idle cells). parse(write(s)) == s. Throws Error for
 // routes the format cannot express (other than all stages or halves, as above).
 void write_schedule_csv(std::ostream& out, const sim::Schedule& schedule);
-// Writes to `path` through a temporary file renamed into place, so that a failure never
-// leaves a partial file. Throws Error when the schedule or the file cannot be written.
+// Writes to `path` by the writer rule (sim/output_file.h), so that a failure never leaves a
+// partial file. Throws Error when the schedule or the file cannot be written.
 void save_schedule_csv(const std::string& path, const sim::Schedule& schedule);
+// Writes into `file`'s temporary; the caller commits it.
+void save_schedule_csv(sim::OutputFile& file, const sim::Schedule& schedule);
 
 }  // namespace bubblesim::traces

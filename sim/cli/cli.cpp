@@ -18,6 +18,7 @@
 #include "sim/cli/options.h"
 #include "sim/cli/output.h"
 #include "sim/cost_model.h"
+#include "sim/output_file.h"
 #include "sim/exact/zb_ilp.h"
 #include "sim/replicas.h"
 #include "sim/schedules/dual_pipe.h"
@@ -291,14 +292,14 @@ MonteCarloSummary monte_carlo(const sim::Schedule& schedule, const RunInputs& in
   return {samples, seed, distribution(std::move(iteration_ms)), distribution(std::move(bubble))};
 }
 
-// Adds the runs' records to the --out file (all or none of them).
-void write_results(const RunInputs& in, std::span<RunSummary> runs,
+// Adds the runs' records to the --out file (all or none of them), into `file`'s temporary.
+void write_results(sim::OutputFile& file, const RunInputs& in, std::span<RunSummary> runs,
                    const std::string& command_line) {
   std::vector<analysis::RunRecord> records;
   for (RunSummary& run : runs)
     records.push_back(std::move(*run.record));
   try {
-    analysis::write_runs(in.out, records, {BUBBLESIM_VERSION, command_line}, in.overwrite);
+    analysis::write_runs(file, records, {BUBBLESIM_VERSION, command_line}, in.overwrite);
   } catch (const analysis::RunExistsError& e) {
     throw analysis::RunExistsError(std::string(e.what()) +
                                    " (give --overwrite to replace it, or --run-name)");
@@ -437,6 +438,23 @@ int cmd_simulate(const std::vector<std::string>& args, const std::string& comman
         "option --exact: improves a generated schedule (-s zb-1p, zb-2p or "
         "zb-auto), not a --schedule-file");
   }
+  // The outputs, checked before anything is simulated and committed together at the end: a
+  // failure leaves none of them behind (sim/output_file.h).
+  std::optional<sim::OutputFile> schedule_file, trace_file, results_file;
+  if (vm.count("write-schedule") != 0) schedule_file.emplace(vm["write-schedule"].as<std::string>());
+  if (vm.count("trace-json") != 0) trace_file.emplace(vm["trace-json"].as<std::string>());
+  if (vm.count("out") != 0 && !vm["out"].as<std::string>().empty()) {
+    results_file.emplace(vm["out"].as<std::string>());
+  }
+  if (schedule_file && trace_file) {
+    sim::check_distinct_outputs(*schedule_file, "--write-schedule", *trace_file, "--trace-json");
+  }
+  if (schedule_file && results_file) {
+    sim::check_distinct_outputs(*schedule_file, "--write-schedule", *results_file, "--out");
+  }
+  if (trace_file && results_file) {
+    sim::check_distinct_outputs(*trace_file, "--trace-json", *results_file, "--out");
+  }
   RunInputs in;
   sim::Schedule schedule;
   RunSummary run;
@@ -476,10 +494,8 @@ int cmd_simulate(const std::vector<std::string>& args, const std::string& comman
     run.monte_carlo =
         monte_carlo(schedule, in, run.params.chunks, samples, vm["seed"].as<std::uint64_t>());
   }
-  if (vm.count("write-schedule") != 0) {
-    traces::save_schedule_csv(vm["write-schedule"].as<std::string>(), schedule);
-  }
-  if (vm.count("trace-json") != 0) {
+  if (schedule_file) traces::save_schedule_csv(*schedule_file, schedule);
+  if (trace_file) {
     // Run again with an observer for the transfers: the plain run needs none, and is faster.
     const sim::PerDeviceCostModel costs(in.replicated ? in.replica_costs : in.device_costs,
                                         run.params.chunks);
@@ -489,10 +505,12 @@ int cmd_simulate(const std::vector<std::string>& args, const std::string& comman
     sim::TransferLog transfers;
     engine.add_observer(transfers);
     const sim::Timeline timeline = engine.run();
-    traces::save_perfetto_trace(vm["trace-json"].as<std::string>(), schedule, timeline,
-                                transfers.transfers(), costs);
+    traces::save_perfetto_trace(*trace_file, schedule, timeline, transfers.transfers(), costs);
   }
-  if (!in.out.empty()) write_results(in, std::span(&run, 1), command_line);
+  if (!in.out.empty()) write_results(*results_file, in, std::span(&run, 1), command_line);
+  for (std::optional<sim::OutputFile>* file : {&schedule_file, &trace_file, &results_file}) {
+    if (*file) (*file)->commit();
+  }
   if (in.json) {
     write_json(out, run);
   } else {
@@ -537,7 +555,11 @@ int cmd_compare(const std::vector<std::string>& args, const std::string& command
     }
   }
   if (runs.empty()) throw InvalidArgument("no schedule can run with these parameters");
-  if (!in.out.empty()) write_results(in, runs, command_line);
+  if (!in.out.empty()) {
+    sim::OutputFile file(in.out);
+    write_results(file, in, runs, command_line);
+    file.commit();
+  }
   if (in.json) {
     write_json(out, runs);
   } else {

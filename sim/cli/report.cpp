@@ -4,6 +4,7 @@
 #include <fmt/ostream.h>
 
 #include <boost/program_options.hpp>
+#include <optional>
 
 #include "analysis/report.h"
 #include "analysis/report_render.h"
@@ -50,12 +51,12 @@ int cmd_report(const std::vector<std::string>& args, std::ostream& out) {
       throw InvalidArgument(std::string("option --") + name + ": expected a file name");
     }
   }
+  std::optional<sim::OutputFile> html;  // committed once everything else succeeded
+  if (vm.count("html") != 0) html.emplace(vm["html"].as<std::string>());
   const analysis::ReportData data = analysis::load_report(vm["file"].as<std::string>());
-  if (vm.count("html") != 0) {
-    analysis::write_file_atomically(vm["html"].as<std::string>(),
-                                    analysis::report_html(data, options));
-  }
+  if (html) analysis::write_text_file(*html, analysis::report_html(data, options));
   if (vm.count("svg") != 0) analysis::write_svg_files(vm["svg"].as<std::string>(), data, options);
+  if (html) html->commit();
   if (vm["json"].as<bool>()) {
     analysis::write_report_json(out, data);
   } else {
