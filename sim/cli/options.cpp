@@ -50,7 +50,9 @@ void apply_model(const po::variables_map& vm, RunInputs& in, std::vector<sim::Ti
   }
   const std::vector<models::StageEstimate> stages = models::estimate_stages(model, in.params.pp);
   auto time = [&](double flops) {
-    return sim::ms_to_ns(models::flops_to_ms(flops, gpu, efficiency));
+    return sim::derived_ms_to_ns(models::flops_to_ms(flops, gpu, efficiency),
+                                 "--model " + vm["model"].as<std::string>() + " on " + gpu.name +
+                                     " at efficiency " + format_number(efficiency));
   };
   for (std::size_t d = 0; d < stages.size(); ++d) {
     if (vm["f"].defaulted()) f[d] = time(stages[d].f_flops);
@@ -248,8 +250,12 @@ void apply_cluster(const po::variables_map& vm, RunInputs& in, bool from_file) {
     sim::DeviceCosts c = in.device_costs[d];
     const double factor = reference.dense_bf16_tflops / gpus[l].dense_bf16_tflops * time_factor[l];
     if (factor != 1.0) {
-      for (sim::TimeNs* t : {&c.f_ns, &c.b_ns, &c.w_ns})
-        *t = static_cast<sim::TimeNs>(std::llround(static_cast<double>(*t) * factor));
+      for (sim::TimeNs* t : {&c.f_ns, &c.b_ns, &c.w_ns}) {
+        *t = sim::derived_ms_to_ns(sim::ns_to_ms(*t) * factor,
+                                   (has_cluster ? "--cluster " + in.cluster_path : "--gpu") +
+                                       ": device " + std::to_string(l) + " (" + gpus[l].name +
+                                       ", time factor " + format_number(time_factor[l]) + ")");
+      }
     }
     c.comm_bytes = comm_bytes;
     in.replica_costs.push_back(c);
@@ -263,8 +269,10 @@ void apply_cluster(const po::variables_map& vm, RunInputs& in, bool from_file) {
     if (optimizer_ms >= 0) {
       step = sim::ms_to_ns(optimizer_ms);
     } else if (model) {
-      step = sim::ms_to_ns(in.parameters[d] * models::kAdamStepBytesPerParameter /
-                           (gpus[l].memory_bandwidth_gbps * 1e9) * 1e3 * time_factor[l]);
+      step = sim::derived_ms_to_ns(in.parameters[d] * models::kAdamStepBytesPerParameter /
+                                       (gpus[l].memory_bandwidth_gbps * 1e9) * 1e3 *
+                                       time_factor[l],
+                                   "the optimizer step of device " + std::to_string(l));
     }
     in.iteration.optimizer_ns.push_back(step);
   }
@@ -468,7 +476,10 @@ RunInputs read_run_inputs(const po::variables_map& vm, const sim::Schedule* from
     if (in.out.empty()) throw InvalidArgument("option --out: expected a file name");
   }
   in.overwrite = vm["overwrite"].as<bool>();
-  if (vm.count("run-name") != 0) in.run_name = vm["run-name"].as<std::string>();
+  if (vm.count("run-name") != 0) {
+    in.run_name = vm["run-name"].as<std::string>();
+    if (in.run_name.empty()) throw InvalidArgument("option --run-name: expected a non-empty name");
+  }
   if (in.out.empty() && (in.overwrite || vm.count("run-name") != 0)) {
     throw InvalidArgument("options --run-name and --overwrite apply only with --out FILE.h5");
   }
