@@ -9,7 +9,10 @@
 // their type here (with the line); whether they suit the schedule is found by simulating.
 #pragma once
 
+#include <cstddef>
+#include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sim/error.h"
@@ -39,10 +42,25 @@ struct StudyConfiguration {
   std::string key() const;
 };
 
+// The configurations are built on demand from the study's parts, never all at once: a study of
+// millions of configurations run with --limit costs only what it runs.
 struct Study {
+  using Settings = std::map<std::size_t, StudySetting>;  // by index in study_keys()
+
   std::string path;
-  std::vector<StudyConfiguration> configurations;  // configs in file order, each crossed with
-                                                   // the axes, the last axis varying fastest
+  Settings fixed;
+  std::vector<Settings> configs;  // at least one (empty when the file has none)
+  std::vector<std::pair<std::size_t, std::vector<StudySetting>>> axes;  // key index, values
+  std::size_t per_config = 1;  // the product of the axes' sizes
+
+  // How many configurations: configs in file order, each crossed with the axes.
+  std::size_t size() const { return per_config * configs.size(); }
+  // Configuration i (< size()): configs[i / per_config] over the fixed settings, crossed with
+  // the axes in mixed radix, the last axis varying fastest.
+  StudyConfiguration configuration(std::size_t i) const;
+  // Every value `key` takes anywhere in the study, for checks that need not build every
+  // configuration.
+  std::vector<StudySetting> values_of(const std::string& key) const;
 };
 
 // The canonical setting names, in the order configurations list them.

@@ -15,6 +15,7 @@
 #include <csignal>
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <optional>
 #include <unordered_map>
 
@@ -33,6 +34,10 @@ using Clock = std::chrono::steady_clock;
 
 // Rows are written at least this often while the sweep runs (and when it stops).
 constexpr double kWriteEverySeconds = 5;
+
+// A resumed table whose rows' indices no longer match the study is matched by key up to this
+// many configurations (beyond, --restart).
+constexpr std::size_t kMaxKeyedResume = 2'000'000;
 
 // Set by SIGINT. A signal handler can only reach static storage: this is the one mutable
 // global, and only SigintGuard's handler writes it.
@@ -164,12 +169,12 @@ analysis::SweepRow simulate_configuration(const analysis::StudyConfiguration& c,
 // The `count` completed rows with the shortest iteration (ties: the earlier row), simulated
 // again with their records, as runs "sweep-best-1", "sweep-best-2", ... of the results file.
 std::vector<analysis::RunRecord> best_runs(
-    const std::vector<std::optional<analysis::SweepRow>>& rows, const analysis::Study& study,
+    const std::map<std::size_t, analysis::SweepRow>& rows, const analysis::Study& study,
     std::size_t count, const po::options_description& run_options,
     const sim::ScheduleRegistry& registry, const std::string& command_line) {
   std::vector<const analysis::SweepRow*> ok;
-  for (const std::optional<analysis::SweepRow>& row : rows) {
-    if (row && row->status == "ok") ok.push_back(&*row);
+  for (const auto& [i, row] : rows) {
+    if (row.status == "ok") ok.push_back(&row);
   }
   count = std::min(count, ok.size());
   std::partial_sort(ok.begin(), ok.begin() + static_cast<std::ptrdiff_t>(count), ok.end(),
@@ -180,8 +185,8 @@ std::vector<analysis::RunRecord> best_runs(
                     });
   std::vector<analysis::RunRecord> records;
   for (std::size_t k = 0; k < count; ++k) {
-    const analysis::StudyConfiguration& c =
-        study.configurations[static_cast<std::size_t>(ok[k]->index)];
+    const analysis::StudyConfiguration c =
+        study.configuration(static_cast<std::size_t>(ok[k]->index));
     const RunInputs in = read_run_inputs(configuration_options(c, run_options));
     RunSummary run =
         simulate_settings(c, in, registry, "sweep-best-" + std::to_string(k + 1), command_line);
@@ -246,8 +251,7 @@ int cmd_sweep(const std::vector<std::string>& args, const std::string& command_l
   // Everything is checked before anything is simulated or written.
   const analysis::Study study = analysis::load_study(vm["study"].as<std::string>());
   const sim::ScheduleRegistry registry = make_schedule_registry();
-  for (const analysis::StudyConfiguration& c : study.configurations) {
-    const analysis::StudySetting& s = *c.find("schedule");
+  for (const analysis::StudySetting& s : study.values_of("schedule")) {
     try {
       registry.get(s.value);
     } catch (const InvalidArgument& e) {
@@ -255,45 +259,61 @@ int cmd_sweep(const std::vector<std::string>& args, const std::string& command_l
                                  ": key 'schedule': " + e.what());
     }
   }
-  const std::size_t total = study.configurations.size();
-  std::unordered_map<std::string, std::size_t> index_of;
-  for (std::size_t i = 0; i < total; ++i)
-    index_of.emplace(study.configurations[i].key(), i);
-
-  std::vector<std::optional<analysis::SweepRow>> rows(total);
+  // Configurations are built when simulated (analysis::Study), and only the rows present are
+  // held: --limit N costs N configurations however large the study.
+  const std::size_t total = study.size();
+  std::map<std::size_t, analysis::SweepRow> rows;
   std::size_t done_before = 0;
   std::error_code ec;
   if (std::filesystem::exists(out_path, ec)) {
     const analysis::ResultsReader reader(out_path);
     if (!vm["restart"].as<bool>() && reader.has_sweep_table()) {
+      // A row is found by its stored index; by its key where the study's order changed (a
+      // key map of every configuration, so only for studies of a size that allows it).
+      std::optional<std::unordered_map<std::string, std::size_t>> index_of;
       for (analysis::SweepRow& row : reader.read_sweep_table()) {
-        const auto it = index_of.find(row.key);
-        if (it == index_of.end()) {
+        std::optional<std::size_t> at;
+        if (row.index >= 0 && static_cast<std::size_t>(row.index) < total &&
+            study.configuration(static_cast<std::size_t>(row.index)).key() == row.key) {
+          at = static_cast<std::size_t>(row.index);
+        } else if (total <= kMaxKeyedResume) {
+          if (!index_of) {
+            index_of.emplace();
+            for (std::size_t i = 0; i < total; ++i)
+              index_of->emplace(study.configuration(i).key(), i);
+          }
+          const auto it = index_of->find(row.key);
+          if (it != index_of->end()) at = it->second;
+        }
+        if (!at) {
           throw InvalidArgument(out_path + ": its sweep table has a row of another study ('" +
                                 row.key + "'); give --restart to replace the table");
         }
-        row.index = static_cast<std::int32_t>(it->second);
-        if (!rows[it->second]) ++done_before;
-        rows[it->second] = std::move(row);
+        row.index = static_cast<std::int32_t>(*at);
+        done_before += rows.count(*at) == 0;
+        rows[*at] = std::move(row);
       }
     }
   }
-  std::vector<std::size_t> pending;
-  for (std::size_t i = 0; i < total; ++i) {
-    if (!rows[i]) pending.push_back(i);
-  }
-  bool stopped_by_limit = false;
-  if (limit && static_cast<std::size_t>(*limit) < pending.size()) {
-    pending.resize(static_cast<std::size_t>(*limit));
-    stopped_by_limit = true;
-  }
+  // The configurations to simulate now: those not in the table, in order, at most --limit.
+  const std::size_t missing = total - rows.size();
+  const bool stopped_by_limit = limit && static_cast<std::size_t>(*limit) < missing;
+  const std::size_t to_run = stopped_by_limit ? static_cast<std::size_t>(*limit) : missing;
+  std::size_t cursor = 0;  // the next configuration that may be pending
+  const auto next_pending = [&](std::size_t count) {
+    std::vector<std::size_t> batch;
+    for (; batch.size() < count && cursor < total; ++cursor) {
+      if (rows.count(cursor) == 0) batch.push_back(cursor);
+    }
+    return batch;
+  };
 
   const analysis::WriterInfo writer{BUBBLESIM_VERSION, command_line};
   const auto write = [&] {
     std::vector<analysis::SweepRow> table;
-    for (const std::optional<analysis::SweepRow>& row : rows) {
-      if (row) table.push_back(*row);
-    }
+    table.reserve(rows.size());
+    for (const auto& [i, row] : rows)
+      table.push_back(row);
     analysis::write_sweep_table(out_path, table, writer);
   };
 
@@ -308,24 +328,28 @@ int cmd_sweep(const std::vector<std::string>& args, const std::string& command_l
   std::size_t done_now = 0;
   auto last_write = Clock::now();
   bool interrupted = false;
-  for (std::size_t from = 0; from < pending.size(); from += batch) {
+  while (done_now < to_run) {
     if (g_interrupted.load()) {
       interrupted = true;
       break;
     }
-    const std::size_t to = std::min(pending.size(), from + batch);
+    const std::vector<std::size_t> pending = next_pending(std::min(batch, to_run - done_now));
+    if (pending.empty()) break;
+    std::vector<analysis::SweepRow> simulated(pending.size());
     arena.execute([&] {
-      tbb::parallel_for(tbb::blocked_range<std::size_t>(from, to),
+      tbb::parallel_for(tbb::blocked_range<std::size_t>(0, pending.size()),
                         [&](const tbb::blocked_range<std::size_t>& range) {
                           for (std::size_t k = range.begin(); k != range.end(); ++k) {
                             const std::size_t i = pending[k];
-                            rows[i] =
-                                simulate_configuration(study.configurations[i], static_cast<int>(i),
-                                                       run_options, registry);
+                            simulated[k] = simulate_configuration(study.configuration(i),
+                                                                  static_cast<int>(i),
+                                                                  run_options, registry);
                           }
                         });
     });
-    done_now = to;
+    for (std::size_t k = 0; k < pending.size(); ++k)
+      rows[pending[k]] = std::move(simulated[k]);
+    done_now += pending.size();
     progress.update(done_now);
     if (std::chrono::duration<double>(Clock::now() - last_write).count() >= kWriteEverySeconds) {
       write();
@@ -336,11 +360,10 @@ int cmd_sweep(const std::vector<std::string>& args, const std::string& command_l
   progress.update(done_now, true);
   write();
 
-  std::size_t failed = 0, present = 0;
-  for (const std::optional<analysis::SweepRow>& row : rows) {
-    present += row.has_value();
-    failed += row && row->status != "ok";
-  }
+  std::size_t failed = 0;
+  const std::size_t present = rows.size();
+  for (const auto& [i, row] : rows)
+    failed += row.status != "ok";
   fmt::print(out,
              "{}: /sweep/table holds {} of {} configurations ({} simulated now, {} from the "
              "file; {} failed, see their 'error')\n",
