@@ -388,7 +388,7 @@ int cmd_simulate(const std::vector<std::string>& args, const std::string& comman
     ("samples", po::value<int>()->default_value(0),
      "with --profile: also run N times, each op's duration drawn from its stage's samples, and "
      "report the mean, p50, p90 and p99 of the iteration time and bubble rate")
-    ("seed", po::value<std::uint64_t>()->default_value(1),
+    ("seed", po::value<std::string>()->default_value("1"),
      "seed of the --samples generator (std::mt19937_64): the same seed gives the same results");
   // clang-format on
   add_run_options(desc);
@@ -432,6 +432,11 @@ int cmd_simulate(const std::vector<std::string>& args, const std::string& comman
     throw InvalidArgument(
         "option --mem-limit-sweep: takes -s NAME and cannot be combined with --mem-limit, "
         "--exact, --write-schedule, --trace-json, --schedule-file, --out or --samples");
+  }
+  if (!vm["mem-limit"].defaulted() && vm.count("schedule-file") != 0) {
+    throw InvalidArgument(
+        "option --mem-limit: applies to the schedules built under a limit (zb-auto, zb-v, "
+        "v-half, v-min), not to a --schedule-file");
   }
   if (exact && vm.count("schedule-file") != 0) {
     throw InvalidArgument(
@@ -492,7 +497,8 @@ int cmd_simulate(const std::vector<std::string>& args, const std::string& comman
   }
   if (samples > 0) {
     run.monte_carlo =
-        monte_carlo(schedule, in, run.params.chunks, samples, vm["seed"].as<std::uint64_t>());
+        monte_carlo(schedule, in, run.params.chunks, samples,
+                    parse_whole_number("--seed", vm["seed"].as<std::string>(), 0, UINT64_MAX));
   }
   if (schedule_file) traces::save_schedule_csv(*schedule_file, schedule);
   if (trace_file) {

@@ -458,7 +458,8 @@ RunInputs read_run_inputs(const po::variables_map& vm, const sim::Schedule* from
     // microbatch runs per device (stages per device, or half of them with two directions).
     const int devices = from_file->num_devices();
     if (from_file->num_stages() % devices != 0 || from_file->route_stages() % devices != 0) {
-      throw InvalidArgument("the schedule file's " + std::to_string(from_file->num_stages()) +
+      throw InvalidArgument(vm["schedule-file"].as<std::string>() + ": the schedule file's " +
+                            std::to_string(from_file->num_stages()) +
                             " stages are not spread evenly over its " + std::to_string(devices) +
                             " ranks, so --f/--b/--w cannot be split into chunks");
     }
@@ -514,9 +515,12 @@ RunInputs read_run_inputs(const po::variables_map& vm, const sim::Schedule* from
   const double m_w = non_negative(vm, "m-w");
   in.params.improve = !vm["no-improve"].as<bool>();
   in.mem_limit = vm["mem-limit"].as<double>();
-  if (std::isnan(in.mem_limit) || in.mem_limit < 0) {
-    throw InvalidArgument("option --mem-limit: expected a number >= 0 or inf, got " +
-                          std::to_string(in.mem_limit));
+  in.mem_limit_given = !vm["mem-limit"].defaulted();
+  // 0 stands for the default (p*M_B) inside; given explicitly it is a mistake, not a request.
+  if (std::isnan(in.mem_limit) || in.mem_limit < 0 || (in.mem_limit_given && in.mem_limit == 0)) {
+    throw InvalidArgument("option --mem-limit: expected a number > 0 or inf, got " +
+                          format_number(in.mem_limit) +
+                          " (leave it out for the default, p*M_B)");
   }
   if (vm["paper-evaluator"].as<bool>()) in.input_rule = sim::InputRule::PaperEvaluator;
   const double overlap = vm["overlap-efficiency"].as<double>();
@@ -572,10 +576,27 @@ std::vector<double> parse_sweep(const std::string& option, const std::string& te
   return values;
 }
 
+std::uint64_t parse_whole_number(const std::string& option, const std::string& text,
+                                 std::uint64_t min, std::uint64_t max) {
+  std::uint64_t value = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || error != std::errc() || end != text.data() + text.size() || value < min ||
+      value > max) {
+    throw InvalidArgument("option " + option + ": expected a whole number from " +
+                          std::to_string(min) + " to " + std::to_string(max) + ", got '" + text +
+                          "'");
+  }
+  return value;
+}
+
 sim::ScheduleParams params_for(const RunInputs& in, const sim::ScheduleGenerator& generator,
                                bool only_where_taken) {
   sim::ScheduleParams params = in.params;
   params.mem_limit = in.mem_limit;
+  if (in.mem_limit_given && !generator.takes_mem_limit() && !only_where_taken) {
+    throw InvalidArgument("option --mem-limit: schedule '" + std::string(generator.name()) +
+                          "' does not take a memory limit (zb-auto, zb-v, v-half and v-min do)");
+  }
   const bool apply = in.chunks_given && (generator.takes_chunks_option() || !only_where_taken);
   if (!apply) params.chunks = generator.default_chunks();
   return params;

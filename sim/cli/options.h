@@ -23,6 +23,7 @@ namespace bubblesim::cli {
 struct RunInputs {
   sim::ScheduleParams params;  // chunks: the -v given, see chunks_given
   bool chunks_given = false;
+  bool mem_limit_given = false;  // --mem-limit was given (a schedule that takes none refuses it)
   double mem_limit = 0;  // --mem-limit, unit of --m-b; 0: each schedule's default
   std::vector<sim::DeviceCosts> device_costs;  // one per device
   bool json = false;
@@ -91,6 +92,12 @@ struct DefaultExample {
 // --optimizer-ms, --comm-bytes, --grad-bytes, --json, --out, --run-name and --overwrite to `desc`.
 void add_run_options(boost::program_options::options_description& desc);
 
+// `text` as a whole number from `min` to `max` (decimal digits only: "-1" is refused rather than
+// wrapped, as Boost.Program_options would for an unsigned type); else InvalidArgument naming
+// `option`.
+std::uint64_t parse_whole_number(const std::string& option, const std::string& text,
+                                 std::uint64_t min, std::uint64_t max);
+
 // Reads and checks the options added by add_run_options. With `from_file`, p, m and v are the
 // file's (devices, microbatches, and the stages a microbatch runs per device: stages per device,
 // or half of them in a bidirectional schedule); -p/-m/-v given must agree with them.
@@ -98,7 +105,8 @@ RunInputs read_run_inputs(const boost::program_options::variables_map& vm,
                           const sim::Schedule* from_file = nullptr);
 
 // The parameters one schedule runs with: the -v given, else the schedule's own default. With
-// `only_where_taken` (compare), a -v given applies only to schedules that take chunks.
+// `only_where_taken` (compare, sweep), a -v or --mem-limit given applies only to schedules that
+// take it; without, a --mem-limit given to a schedule that takes none is an InvalidArgument.
 sim::ScheduleParams params_for(const RunInputs& in, const sim::ScheduleGenerator& generator,
                                bool only_where_taken);
 

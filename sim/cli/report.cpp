@@ -9,6 +9,7 @@
 #include "analysis/report.h"
 #include "analysis/report_render.h"
 #include "sim/cli/commands.h"
+#include "sim/cli/options.h"
 
 namespace bubblesim::cli {
 
@@ -27,7 +28,7 @@ int cmd_report(const std::vector<std::string>& args, std::ostream& out) {
     ("svg", po::value<std::string>(),
      "also write the pictures as standalone SVG files into this folder (created if missing)")
     ("transfers", po::bool_switch(), "draw the transfers between devices on the timelines")
-    ("max-boxes", po::value<std::size_t>()->default_value(analysis::kDefaultMaxBoxes),
+    ("max-boxes", po::value<std::string>()->default_value(std::to_string(analysis::kDefaultMaxBoxes)),
      "a run with more ops than this is drawn aggregated (1 px columns coloured by the kind "
      "busy longest); its memory curves likewise beyond this many changes per device");
   // clang-format on
@@ -44,8 +45,8 @@ int cmd_report(const std::vector<std::string>& args, std::ostream& out) {
   if (vm.count("file") == 0) throw InvalidArgument("give a results file (see --help)");
   analysis::RenderOptions options;
   options.transfers = vm["transfers"].as<bool>();
-  options.max_boxes = vm["max-boxes"].as<std::size_t>();
-  if (options.max_boxes < 1) throw InvalidArgument("option --max-boxes: expected at least 1");
+  options.max_boxes = static_cast<std::size_t>(
+      parse_whole_number("--max-boxes", vm["max-boxes"].as<std::string>(), 1, 1'000'000'000));
   for (const char* name : {"html", "svg"}) {
     if (vm.count(name) != 0 && vm[name].as<std::string>().empty()) {
       throw InvalidArgument(std::string("option --") + name + ": expected a file name");
