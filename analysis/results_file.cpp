@@ -1,5 +1,6 @@
 #include "analysis/results_file.h"
 
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <set>
@@ -131,6 +132,50 @@ void write_run(const Where& at, hid_t runs, const RunRecord& run) {
   write_table(at, group, "devices", devices_type(), run.devices);
 }
 
+// A file from outside may hold anything its types allow: what the reports index or loop over
+// (devices, kinds, times) is checked against the run's own tables before use.
+void check_run(const Where& at, const std::string& what, const RunRecord& run) {
+  const auto devices = static_cast<std::int64_t>(run.devices.size());
+  const auto fail = [&](const char* dataset, std::size_t row, const std::string& why) {
+    at.fail(what + ": dataset '" + dataset + "', row " + std::to_string(row) + ": " + why);
+  };
+  const auto device = [&](const char* dataset, std::size_t row, std::int32_t d) {
+    if (d < 0 || d >= devices) {
+      fail(dataset, row, "device " + std::to_string(d) + " out of range (the run has " +
+                             std::to_string(devices) + " devices)");
+    }
+  };
+  const auto interval = [&](const char* dataset, std::size_t row, sim::TimeNs start,
+                            sim::TimeNs end) {
+    if (start < 0 || end < start) {
+      fail(dataset, row, "times out of order or negative (start_ns " + std::to_string(start) +
+                             ", end_ns " + std::to_string(end) + ")");
+    }
+  };
+  for (std::size_t i = 0; i < run.devices.size(); ++i)
+    device("devices", i, run.devices[i].device);
+  for (std::size_t i = 0; i < run.ops.size(); ++i) {
+    const OpRecord& op = run.ops[i];
+    device("ops", i, op.device);
+    if (static_cast<int>(op.kind) >= sim::kNumOpKinds) fail("ops", i, "an op kind out of range");
+    if (op.stage < 0 || op.chunk < 0 || op.microbatch < 0) {
+      fail("ops", i, "a negative stage, chunk or microbatch");
+    }
+    interval("ops", i, op.start_ns, op.end_ns);
+  }
+  for (std::size_t i = 0; i < run.transfers.size(); ++i) {
+    device("transfers", i, run.transfers[i].src_device);
+    device("transfers", i, run.transfers[i].dst_device);
+    interval("transfers", i, run.transfers[i].start_ns, run.transfers[i].end_ns);
+  }
+  for (std::size_t i = 0; i < run.memory.size(); ++i) {
+    device("memory", i, run.memory[i].device);
+    if (run.memory[i].time_ns < 0 || !std::isfinite(run.memory[i].activation_memory)) {
+      fail("memory", i, "a negative time or a memory that is not a number");
+    }
+  }
+}
+
 RunRecord read_run_group(const Where& at, hid_t group, const std::string& name) {
   const std::string what = "run '" + name + "'";
   const auto string = [&](const char* attribute) {
@@ -171,6 +216,7 @@ RunRecord read_run_group(const Where& at, hid_t group, const std::string& name) 
   run.transfers = read_table<TransferRecord>(at, group, what, "transfers", transfers_type());
   run.memory = read_table<MemoryRecord>(at, group, what, "memory", memory_type());
   run.devices = read_table<DeviceRecord>(at, group, what, "devices", devices_type());
+  check_run(at, what, run);
   return run;
 }
 
