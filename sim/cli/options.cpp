@@ -1,7 +1,9 @@
 #include "sim/cli/options.h"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <limits>
@@ -133,6 +135,31 @@ void apply_profile(const po::variables_map& vm, RunInputs& in, const traces::Pro
                     split_stages, split_note);
   }
   in.default_example = false;
+}
+
+// --max-memory: refuses a run whose estimate (estimated_run_bytes) exceeds the limit, before
+// anything big is built.
+void check_memory_estimate(const po::variables_map& vm, const RunInputs& in) {
+  double limit = default_max_memory_bytes();
+  std::string source = "80% of this machine's memory";
+  if (vm.count("max-memory") != 0) {
+    const double gb = vm["max-memory"].as<double>();
+    if (!(gb > 0 && gb <= 1e9)) {
+      throw InvalidArgument("option --max-memory: expected GB > 0, got " + format_number(gb));
+    }
+    limit = gb * 1e9;
+    source = "--max-memory";
+  }
+  const int dp = std::clamp(vm["dp"].as<int>(), 1, 4096);  // checked with its message later
+  const double need = estimated_run_bytes(in.params, in.chunks_given, dp, vm.count("out") != 0);
+  if (need > limit) {
+    const double ops = need / (kSimulationBytesPerOp + (vm.count("out") != 0 ? kRecordBytesPerOp : 0));
+    throw InvalidArgument(fmt::format(
+        "option --max-memory: this run needs about {:.4g} GB ({:.0f} ops at about {:.0f} bytes "
+        "each), more than the limit of {:.4g} GB ({}); give a larger --max-memory or fewer "
+        "devices or microbatches",
+        need / 1e9, ops, need / ops, limit / 1e9, source));
+  }
 }
 
 // --cluster, --dp, --allreduce, --optimizer-sync: the logical devices' costs, the network and
@@ -396,6 +423,9 @@ void add_run_options(po::options_description& desc) {
     ("grad-bytes", po::value<double>(),
      "gradient bytes of one pipeline device's share of the model, for --dp's all-reduce "
      "(default with --model: 2 bytes per parameter)")
+    ("max-memory", po::value<double>(),
+     "GB a run may take (estimated from its ops before anything is built; default 80% of the "
+     "machine's memory): a larger run is refused at once")
     ("json", po::bool_switch(), "print the summary as JSON instead of a table")
     ("out", po::value<std::string>(),
      "also add the runs (every op, transfer and memory change) to this HDF5 results file, "
@@ -505,6 +535,7 @@ RunInputs read_run_inputs(const po::variables_map& vm, const sim::Schedule* from
     }
   }
   sim::require_pipeline(in.params);
+  check_memory_estimate(vm, in);
 
   const int p = in.params.pp;
   auto f = parse_time_list("--f", vm["f"].as<std::string>(), p);
@@ -574,6 +605,20 @@ std::vector<double> parse_sweep(const std::string& option, const std::string& te
   for (int i = 0; i <= static_cast<int>(steps); ++i)
     values.push_back(parts[0] + i * parts[2]);
   return values;
+}
+
+double estimated_run_bytes(const sim::ScheduleParams& params, bool chunks_given, int dp,
+                           bool record) {
+  const int chunks = chunks_given ? params.chunks : std::max(params.chunks, 2);
+  const double ops = 3.0 * params.pp * chunks * static_cast<double>(params.microbatches) * dp;
+  return ops * (kSimulationBytesPerOp + (record ? kRecordBytesPerOp : 0));
+}
+
+double default_max_memory_bytes() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES);
+  const long page = ::sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page <= 0) return 16e9;
+  return 0.8 * static_cast<double>(pages) * static_cast<double>(page);
 }
 
 std::uint64_t parse_whole_number(const std::string& option, const std::string& text,

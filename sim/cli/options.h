@@ -98,6 +98,18 @@ void add_run_options(boost::program_options::options_description& desc);
 std::uint64_t parse_whole_number(const std::string& option, const std::string& text,
                                  std::uint64_t min, std::uint64_t max);
 
+// The memory a run is estimated to need, before anything is built: an upper bound of its ops
+// (3 p v m dp; v taken as at least 2 where not given, the V schedules' default) times what the
+// schedule, graph, engine and timeline hold per op, plus the results record's per op with
+// --out (`record`). Measured on 1F1B, ZB-H1 and ZB-auto at p = 64, m = 8192: 38 to 54 bytes
+// per op simulated, 170 with the record.
+inline constexpr double kSimulationBytesPerOp = 64;
+inline constexpr double kRecordBytesPerOp = 160;
+double estimated_run_bytes(const sim::ScheduleParams& params, bool chunks_given, int dp,
+                           bool record);
+// The --max-memory default: 80% of the machine's physical memory, in bytes.
+double default_max_memory_bytes();
+
 // Reads and checks the options added by add_run_options. With `from_file`, p, m and v are the
 // file's (devices, microbatches, and the stages a microbatch runs per device: stages per device,
 // or half of them in a bidirectional schedule); -p/-m/-v given must agree with them.

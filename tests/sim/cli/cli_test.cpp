@@ -418,7 +418,7 @@ TEST(Cli, BadInputGetsOneLineAndStatusTwo) {
       {{"compare", "-s", "1f1b,1f1b"}, "listed twice"},
       {{"compare", "--bogus"}, "bogus"},
       {{"compare", "stray"}, "stray"},
-      {{"simulate", "-s", "gpipe", "-m", "16000000", "--f", "1e9"}, "70 years"},
+      {{"simulate", "-s", "gpipe", "-m", "16000000", "--f", "1e9", "--max-memory", "1e6"}, "70 years"},
       {{"simulate", "-s", "dualpipe", "-p", "3", "-m", "12"},
        "schedule 'dualpipe' needs an even -p/--pp, got 3"},
       {{"simulate", "-s", "dualpipe", "-m", "15"}, "even -m/--microbatches >= 2p = 16, got 15"},
