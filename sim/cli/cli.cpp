@@ -604,6 +604,13 @@ int cmd_import(const std::vector<std::string>& args, const std::string& command_
   if (vm["summary"].as<bool>() && vm["json"].as<bool>()) {
     throw Usage{"give --summary or --json, not both"};
   }
+  std::optional<sim::OutputFile> profile_file;  // checked before the traces are read
+  if (vm.count("out") != 0) {
+    if (vm["out"].as<std::string>().empty()) {
+      throw InvalidArgument("option --out: expected a file name");
+    }
+    profile_file.emplace(vm["out"].as<std::string>());
+  }
   std::unique_ptr<traces::RangeLabeller> labeller;
   if (vm.count("label-regex") != 0) {
     labeller = std::make_unique<traces::RegexLabeller>(vm["label-regex"].as<std::string>());
@@ -612,10 +619,9 @@ int cmd_import(const std::vector<std::string>& args, const std::string& command_
   }
   const traces::Profile profile =
       traces::import_kineto_traces(vm["trace"].as<std::vector<std::string>>(), *labeller);
-  if (vm.count("out") != 0) {
-    const std::string path = vm["out"].as<std::string>();
-    if (path.empty()) throw InvalidArgument("option --out: expected a file name");
-    analysis::write_profile(path, profile, {BUBBLESIM_VERSION, command_line});
+  if (profile_file) {
+    analysis::write_profile(*profile_file, profile, {BUBBLESIM_VERSION, command_line});
+    profile_file->commit();
   }
   if (vm["json"].as<bool>()) {
     write_profile_json(out, profile);
