@@ -119,6 +119,12 @@ TEST_F(FuzzRegression, F04TsPlusDurOverflowIsRefused) {
   inputs("04");
   // ts and dur near int64's limit: the duration alone is already out of range.
   expect_refused("import trace.json", "event 0 ('k') has a \"dur\" out of range");
+  // A short kernel at the very end of int64's range: ts + dur overflows.
+  std::ofstream(path("late.json"))
+      << R"({"traceEvents":[{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":0,)"
+      << R"("ts":9223372036854000,"dur":1000}]})";
+  before_ = listing();
+  expect_refused("import late.json", "event 0 ('k') ends after the largest time");
 }
 
 TEST_F(FuzzRegression, F05LabelRegexOnAHugeNameMatchesWithoutOverflowingTheStack) {
