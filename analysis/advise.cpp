@@ -45,7 +45,8 @@ void evaluate(AdviseCandidate& c, const AdviseSearch& search,
       const double comm_ms =
           hw.link_latency_ms + s.transfer_bytes / (hw.link_bandwidth_gbps * 1e9) * 1e3;
       costs.push_back(sim::DeviceCosts{time(s.f_flops), time(s.b_flops), time(s.w_flops),
-                                       sim::derived_ms_to_ns(comm_ms, "a transfer between stages"), s.m_b_bytes, s.m_w_bytes, 0});
+                                       sim::derived_ms_to_ns(comm_ms, "a transfer between stages"),
+                                       s.m_b_bytes, s.m_w_bytes, 0});
       largest_parameters = std::max(largest_parameters, s.parameters);
     }
     double most_static = 0;

@@ -135,8 +135,7 @@ std::string damaged_file_problem(const std::string& path) {
     const pid_t done = ::waitpid(child, &status, WNOHANG);
     if (done == child) break;
     if (done < 0) return "";
-    if (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() >
-        limit_s) {
+    if (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > limit_s) {
       ::kill(child, SIGKILL);
       ::waitpid(child, &status, 0);
       return fmt::format(
@@ -148,8 +147,7 @@ std::string damaged_file_problem(const std::string& path) {
     pause = std::min(pause * 2, std::chrono::microseconds(5000));
   }
   if (WIFSIGNALED(status)) {
-    return "damaged: libhdf5 crashed reading it (signal " + std::to_string(WTERMSIG(status)) +
-           ")";
+    return "damaged: libhdf5 crashed reading it (signal " + std::to_string(WTERMSIG(status)) + ")";
   }
   if (WIFEXITED(status) && WEXITSTATUS(status) != 0) {
     return "damaged: one of its objects claims more data than the file can hold";

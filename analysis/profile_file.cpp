@@ -140,8 +140,7 @@ std::int64_t read_int64(const Where& at, hid_t file, const char* name) {
 
 }  // namespace
 
-void write_profile(sim::OutputFile& out, const traces::Profile& profile,
-                   const WriterInfo& writer) {
+void write_profile(sim::OutputFile& out, const traces::Profile& profile, const WriterInfo& writer) {
   const QuietHdf5 quiet;
   const Where at = profile_at(out.path());
   write_file(at, out.temporary(), profile, writer);

@@ -36,8 +36,7 @@ class ProfileFileError : public Error {
 void write_profile(const std::string& path, const traces::Profile& profile,
                    const WriterInfo& writer);
 // The same into `out`'s temporary; the caller commits `out`.
-void write_profile(sim::OutputFile& out, const traces::Profile& profile,
-                   const WriterInfo& writer);
+void write_profile(sim::OutputFile& out, const traces::Profile& profile, const WriterInfo& writer);
 
 // Reads the profile file at `path`. Throws ProfileFileError naming the file and what is wrong.
 traces::Profile read_profile(const std::string& path);

@@ -141,15 +141,17 @@ void check_run(const Where& at, const std::string& what, const RunRecord& run) {
   };
   const auto device = [&](const char* dataset, std::size_t row, std::int32_t d) {
     if (d < 0 || d >= devices) {
-      fail(dataset, row, "device " + std::to_string(d) + " out of range (the run has " +
-                             std::to_string(devices) + " devices)");
+      fail(dataset, row,
+           "device " + std::to_string(d) + " out of range (the run has " + std::to_string(devices) +
+               " devices)");
     }
   };
   const auto interval = [&](const char* dataset, std::size_t row, sim::TimeNs start,
                             sim::TimeNs end) {
     if (start < 0 || end < start) {
-      fail(dataset, row, "times out of order or negative (start_ns " + std::to_string(start) +
-                             ", end_ns " + std::to_string(end) + ")");
+      fail(dataset, row,
+           "times out of order or negative (start_ns " + std::to_string(start) + ", end_ns " +
+               std::to_string(end) + ")");
     }
   };
   for (std::size_t i = 0; i < run.devices.size(); ++i)
@@ -419,8 +421,8 @@ Handle open_existing(const Where& at, const sim::OutputFile& out) {
 
 }  // namespace
 
-void write_runs(sim::OutputFile& out, const std::vector<RunRecord>& runs,
-                const WriterInfo& writer, bool overwrite) {
+void write_runs(sim::OutputFile& out, const std::vector<RunRecord>& runs, const WriterInfo& writer,
+                bool overwrite) {
   const QuietHdf5 quiet;
   const Where at = results_at(out.path());
   std::set<std::string> names;

@@ -58,8 +58,8 @@ void write_runs(const std::string& path, const std::vector<RunRecord>& runs,
                 const WriterInfo& writer, bool overwrite = false);
 // The same into `out`'s temporary (an existing file read from out.target()); the caller commits
 // `out` (sim/output_file.h), so that a command with several outputs writes all or none.
-void write_runs(sim::OutputFile& out, const std::vector<RunRecord>& runs,
-                const WriterInfo& writer, bool overwrite = false);
+void write_runs(sim::OutputFile& out, const std::vector<RunRecord>& runs, const WriterInfo& writer,
+                bool overwrite = false);
 
 // One row of /sweep/table: a configuration of a study (`bubblesim sweep`), its inputs and, when
 // it ran, its summary metrics. Times in ms; memory in activation units (unit of m_b), or bytes

@@ -344,8 +344,8 @@ Study load_study(const std::string& path, std::size_t max_configurations) {
     return read_study(path, max_configurations);
   } catch (const YAML::Exception& e) {
     // A value of the wrong type that no check above caught.
-    throw StudyError(path + (e.mark.is_null() ? "" : ":" + std::to_string(e.mark.line + 1)) +
-                     ": " + e.msg);
+    throw StudyError(path + (e.mark.is_null() ? "" : ":" + std::to_string(e.mark.line + 1)) + ": " +
+                     e.msg);
   } catch (const std::ios_base::failure& e) {
     throw StudyError(path + ": cannot read the study file (" + e.what() + ")");
   }

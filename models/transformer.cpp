@@ -127,8 +127,8 @@ TransformerConfig read_transformer(const std::string& path) {
   }
   TransformerConfig m;
   if (root["name"] && !root["name"].IsScalar()) {
-    fail(path, root["name"].Mark(), "key 'name': expected a name, got '" +
-                                        YAML::Dump(root["name"]) + "'");
+    fail(path, root["name"].Mark(),
+         "key 'name': expected a name, got '" + YAML::Dump(root["name"]) + "'");
   }
   m.name = root["name"] ? root["name"].as<std::string>() : path;
   m.layers = positive_int(path, root, "layers");

@@ -29,7 +29,8 @@ TimeNs derived_ms_to_ns(double ms, const std::string& what);
 // many very long ops), instead of wrapping.
 inline TimeNs add_time(TimeNs t, TimeNs d) {
   TimeNs sum = 0;
-  if (__builtin_add_overflow(t, d, &sum)) [[unlikely]] throw_time_overflow();
+  if (__builtin_add_overflow(t, d, &sum)) [[unlikely]]
+    throw_time_overflow();
   return sum;
 }
 double ns_to_ms(TimeNs ns);

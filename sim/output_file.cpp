@@ -41,7 +41,8 @@ std::string make_temporary(const std::string& path, std::string pattern) {
   std::vector<char> name(pattern.begin(), pattern.end());
   name.push_back('\0');
   const int fd = ::mkstemp(name.data());
-  if (fd < 0) fail(path, std::string("cannot create a file beside it (") + std::strerror(errno) + ")");
+  if (fd < 0)
+    fail(path, std::string("cannot create a file beside it (") + std::strerror(errno) + ")");
   // mkstemp makes 0600; a new output gets what the umask allows, as any new file.
   const mode_t mask = ::umask(0);
   ::umask(mask);
@@ -79,7 +80,8 @@ OutputFile::OutputFile(const std::string& path) : path_(path) {
   const fs::path target(target_);
   const fs::path folder = target.parent_path().empty() ? fs::path(".") : target.parent_path();
   std::error_code ec;
-  if (!fs::is_directory(folder, ec)) fail(path, "its folder " + folder.string() + " does not exist");
+  if (!fs::is_directory(folder, ec))
+    fail(path, "its folder " + folder.string() + " does not exist");
   temporary_ = make_temporary(
       path, (folder / ("." + target.filename().string() + ".bubblesim-XXXXXX")).string());
 }

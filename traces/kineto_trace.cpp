@@ -699,8 +699,8 @@ void read_trace(const std::string& path, const RangeLabeller& labeller, TraceRec
   Handler handler(labeller, records);
   rapidjson::Reader reader;
   const rapidjson::ParseResult result =
-      reader.Parse<rapidjson::kParseNumbersAsStringsFlag | rapidjson::kParseIterativeFlag>(
-          stream, handler);
+      reader.Parse<rapidjson::kParseNumbersAsStringsFlag | rapidjson::kParseIterativeFlag>(stream,
+                                                                                           handler);
   if (result.IsError()) {
     const std::string why =
         !handler.error().empty()

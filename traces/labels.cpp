@@ -110,9 +110,8 @@ RegexLabeller::RegexLabeller(const std::string& pattern) {
 
 std::optional<RangeLabel> RegexLabeller::label(std::string_view name) const {
   const auto fail = [&](const std::string& why) -> std::optional<RangeLabel> {
-    throw InvalidArgument("option --label-regex: range '" +
-                          std::string(name.substr(0, 80)) + (name.size() > 80 ? "...'" : "'") +
-                          " " + why);
+    throw InvalidArgument("option --label-regex: range '" + std::string(name.substr(0, 80)) +
+                          (name.size() > 80 ? "...'" : "'") + " " + why);
   };
   boost::match_results<std::string_view::const_iterator> m;
   try {

@@ -139,8 +139,8 @@ sim::Schedule parse_schedule_csv(std::istream& in, const std::string& name) {
   sim::Schedule schedule;
   std::map<std::pair<int, std::int64_t>, std::vector<Cell>> cells;  // (stage, mb, kind) -> where
   auto key = [](const Op& op) {
-    return std::make_pair(op.stage, std::int64_t{op.microbatch} * sim::kNumOpKinds +
-                                        static_cast<int>(op.kind));
+    return std::make_pair(
+        op.stage, std::int64_t{op.microbatch} * sim::kNumOpKinds + static_cast<int>(op.kind));
   };
   std::map<int, Cell> stage_home;                    // stage -> first cell that runs it
   std::map<int, sim::StageRange> microbatch_stages;  // mb -> lowest and highest stage it runs

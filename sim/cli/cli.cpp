@@ -18,8 +18,8 @@
 #include "sim/cli/options.h"
 #include "sim/cli/output.h"
 #include "sim/cost_model.h"
-#include "sim/output_file.h"
 #include "sim/exact/zb_ilp.h"
+#include "sim/output_file.h"
 #include "sim/replicas.h"
 #include "sim/schedules/dual_pipe.h"
 #include "sim/schedules/handcrafted.h"
@@ -446,7 +446,8 @@ int cmd_simulate(const std::vector<std::string>& args, const std::string& comman
   // The outputs, checked before anything is simulated and committed together at the end: a
   // failure leaves none of them behind (sim/output_file.h).
   std::optional<sim::OutputFile> schedule_file, trace_file, results_file;
-  if (vm.count("write-schedule") != 0) schedule_file.emplace(vm["write-schedule"].as<std::string>());
+  if (vm.count("write-schedule") != 0)
+    schedule_file.emplace(vm["write-schedule"].as<std::string>());
   if (vm.count("trace-json") != 0) trace_file.emplace(vm["trace-json"].as<std::string>());
   if (vm.count("out") != 0 && !vm["out"].as<std::string>().empty()) {
     results_file.emplace(vm["out"].as<std::string>());

@@ -153,7 +153,8 @@ void check_memory_estimate(const po::variables_map& vm, const RunInputs& in) {
   const int dp = std::clamp(vm["dp"].as<int>(), 1, 4096);  // checked with its message later
   const double need = estimated_run_bytes(in.params, in.chunks_given, dp, vm.count("out") != 0);
   if (need > limit) {
-    const double ops = need / (kSimulationBytesPerOp + (vm.count("out") != 0 ? kRecordBytesPerOp : 0));
+    const double ops =
+        need / (kSimulationBytesPerOp + (vm.count("out") != 0 ? kRecordBytesPerOp : 0));
     throw InvalidArgument(fmt::format(
         "option --max-memory: this run needs about {:.4g} GB ({:.0f} ops at about {:.0f} bytes "
         "each), more than the limit of {:.4g} GB ({}); give a larger --max-memory or fewer "
@@ -297,8 +298,7 @@ void apply_cluster(const po::variables_map& vm, RunInputs& in, bool from_file) {
       step = sim::ms_to_ns(optimizer_ms);
     } else if (model) {
       step = sim::derived_ms_to_ns(in.parameters[d] * models::kAdamStepBytesPerParameter /
-                                       (gpus[l].memory_bandwidth_gbps * 1e9) * 1e3 *
-                                       time_factor[l],
+                                       (gpus[l].memory_bandwidth_gbps * 1e9) * 1e3 * time_factor[l],
                                    "the optimizer step of device " + std::to_string(l));
     }
     in.iteration.optimizer_ns.push_back(step);
@@ -550,8 +550,7 @@ RunInputs read_run_inputs(const po::variables_map& vm, const sim::Schedule* from
   // 0 stands for the default (p*M_B) inside; given explicitly it is a mistake, not a request.
   if (std::isnan(in.mem_limit) || in.mem_limit < 0 || (in.mem_limit_given && in.mem_limit == 0)) {
     throw InvalidArgument("option --mem-limit: expected a number > 0 or inf, got " +
-                          format_number(in.mem_limit) +
-                          " (leave it out for the default, p*M_B)");
+                          format_number(in.mem_limit) + " (leave it out for the default, p*M_B)");
   }
   if (vm["paper-evaluator"].as<bool>()) in.input_rule = sim::InputRule::PaperEvaluator;
   const double overlap = vm["overlap-efficiency"].as<double>();

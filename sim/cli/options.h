@@ -24,7 +24,7 @@ struct RunInputs {
   sim::ScheduleParams params;  // chunks: the -v given, see chunks_given
   bool chunks_given = false;
   bool mem_limit_given = false;  // --mem-limit was given (a schedule that takes none refuses it)
-  double mem_limit = 0;  // --mem-limit, unit of --m-b; 0: each schedule's default
+  double mem_limit = 0;          // --mem-limit, unit of --m-b; 0: each schedule's default
   std::vector<sim::DeviceCosts> device_costs;  // one per device
   bool json = false;
   bool default_example = false;  // p, m and all times left at the embedded example's values

@@ -168,10 +168,11 @@ analysis::SweepRow simulate_configuration(const analysis::StudyConfiguration& c,
 
 // The `count` completed rows with the shortest iteration (ties: the earlier row), simulated
 // again with their records, as runs "sweep-best-1", "sweep-best-2", ... of the results file.
-std::vector<analysis::RunRecord> best_runs(
-    const std::map<std::size_t, analysis::SweepRow>& rows, const analysis::Study& study,
-    std::size_t count, const po::options_description& run_options,
-    const sim::ScheduleRegistry& registry, const std::string& command_line) {
+std::vector<analysis::RunRecord> best_runs(const std::map<std::size_t, analysis::SweepRow>& rows,
+                                           const analysis::Study& study, std::size_t count,
+                                           const po::options_description& run_options,
+                                           const sim::ScheduleRegistry& registry,
+                                           const std::string& command_line) {
   std::vector<const analysis::SweepRow*> ok;
   for (const auto& [i, row] : rows) {
     if (row.status == "ok") ok.push_back(&row);
@@ -341,9 +342,8 @@ int cmd_sweep(const std::vector<std::string>& args, const std::string& command_l
                         [&](const tbb::blocked_range<std::size_t>& range) {
                           for (std::size_t k = range.begin(); k != range.end(); ++k) {
                             const std::size_t i = pending[k];
-                            simulated[k] = simulate_configuration(study.configuration(i),
-                                                                  static_cast<int>(i),
-                                                                  run_options, registry);
+                            simulated[k] = simulate_configuration(
+                                study.configuration(i), static_cast<int>(i), run_options, registry);
                           }
                         });
     });

@@ -15,10 +15,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   std::vector<std::string> args = {data[0] % 2 == 0 ? "simulate" : "compare"};
   std::string word;
   const auto flush = [&] {
-    static const char* kDropped[] = {"--out", "--trace-json", "--write-schedule", "--html",
-                                     "--svg", "--exact", "--samples", "--mem-limit-sweep",
-                                     "--max-memory", "--profile", "--schedule-file", "--model",
-                                     "--cluster"};
+    static const char* kDropped[] = {
+        "--out",           "--trace-json", "--write-schedule",  "--html",       "--svg",
+        "--exact",         "--samples",    "--mem-limit-sweep", "--max-memory", "--profile",
+        "--schedule-file", "--model",      "--cluster"};
     for (const char* d : kDropped) {
       if (word.rfind(d, 0) == 0) word.clear();
     }
@@ -41,7 +41,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const int status = bubblesim::cli::run(args, out, err);
   const std::string e = err.str();
   const auto lines = static_cast<int>(std::count(e.begin(), e.end(), '\n'));
-  if (status == 2 && lines != 1) std::abort();  // bad input: one line
+  if (status == 2 && lines != 1) std::abort();   // bad input: one line
   if (status != 0 && status != 2) std::abort();  // no internal errors
   return 0;
 }

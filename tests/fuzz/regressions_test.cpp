@@ -67,8 +67,8 @@ class FuzzRegression : public testing::TempDirTest {
 
   // Runs the shell `script` in the test's folder, with $B the executable.
   Result run_script(const std::string& script) const {
-    const std::string command = "cd '" + dir_.string() + "' && B='" + BUBBLESIM_EXE + "' && (" +
-                                script + ") >.out 2>.err";
+    const std::string command =
+        "cd '" + dir_.string() + "' && B='" + BUBBLESIM_EXE + "' && (" + script + ") >.out 2>.err";
     const auto start = std::chrono::steady_clock::now();
     const int raw = std::system(command.c_str());
     Result r;
@@ -192,24 +192,28 @@ TEST_F(FuzzRegression, F09ReadOnlyTargetsAreRefusedAndKept) {
   fs::permissions(path("ro.json"), fs::perms::owner_read | fs::perms::group_read);
   before_ = listing();
   const std::string original = read_text(path("ro.h5"));
-  expect_refused("simulate -s zb-h1 -p 2 -m 2 --out ro.h5 --run-name newrun", "ro.h5: the file is read-only");
-  expect_refused("simulate -s zb-h1 -p 2 -m 2 --trace-json ro.json", "ro.json: the file is read-only");
+  expect_refused("simulate -s zb-h1 -p 2 -m 2 --out ro.h5 --run-name newrun",
+                 "ro.h5: the file is read-only");
+  expect_refused("simulate -s zb-h1 -p 2 -m 2 --trace-json ro.json",
+                 "ro.json: the file is read-only");
   EXPECT_EQ(read_text(path("ro.h5")), original);
   EXPECT_EQ(read_text(path("ro.json")), "keep\n");
 }
 
 TEST_F(FuzzRegression, F10AFailedCommandLeavesNoneOfItsOutputs) {
   inputs("10");
-  expect_refused("simulate -s zb-h1 -p 2 -m 2 --write-schedule w.csv --trace-json t.json "
-                 "--out /nonexistent/r.h5",
-                 "/nonexistent/r.h5: its folder /nonexistent does not exist");
+  expect_refused(
+      "simulate -s zb-h1 -p 2 -m 2 --write-schedule w.csv --trace-json t.json "
+      "--out /nonexistent/r.h5",
+      "/nonexistent/r.h5: its folder /nonexistent does not exist");
   // A failure found only after the schedule and trace were written (the --out file is no
   // results file): those two are not left behind either.
   std::ofstream(path("notes.h5")) << "not HDF5\n";
   before_ = listing();
-  expect_refused("simulate -s zb-h1 -p 2 -m 2 --write-schedule w.csv --trace-json t.json "
-                 "--out notes.h5",
-                 "notes.h5: not an HDF5 file");
+  expect_refused(
+      "simulate -s zb-h1 -p 2 -m 2 --write-schedule w.csv --trace-json t.json "
+      "--out notes.h5",
+      "notes.h5: not an HDF5 file");
 }
 
 TEST_F(FuzzRegression, F11ResultsWithOutOfRangeDevicesOrKindsAreRefused) {
@@ -217,7 +221,8 @@ TEST_F(FuzzRegression, F11ResultsWithOutOfRangeDevicesOrKindsAreRefused) {
   expect_refused("report memdev_minus1.h5 --html x.html", "dataset 'memory', row 14: device -1");
   expect_refused("report memdev_intmin.h5 --html x.html", "device -2147483648 out of range");
   expect_refused("report memdev_1073741823.h5 --html x.html", "device 1073741823 out of range");
-  expect_refused("report opsdev_intmax.h5 --html x.html", "dataset 'ops', row 0: device 2147483647");
+  expect_refused("report opsdev_intmax.h5 --html x.html",
+                 "dataset 'ops', row 0: device 2147483647");
   expect_refused("report opkind_255.h5 --html x.html", "an op kind out of range");
 }
 

@@ -55,8 +55,8 @@ TEST_F(OutputFileTest, UncommittedOutputLeavesNothingAndKeepsTheOldFile) {
 
 TEST_F(OutputFileTest, ReplacedFileKeepsItsPermissions) {
   write("f.txt", "old\n");
-  fs::permissions(path("f.txt"), fs::perms::owner_read | fs::perms::owner_write |
-                                     fs::perms::group_read);
+  fs::permissions(path("f.txt"),
+                  fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read);
   OutputFile out(path("f.txt"));
   std::ofstream(out.temporary()) << "new\n";
   out.commit();
