@@ -1,6 +1,7 @@
 // The HDF5 readers (BUBBLESIM_FUZZ_HDF5: 1 profile, 2 results) on the fuzzer's bytes as a file.
 // The guard (analysis/hdf5_guard.h) runs as it does for users: a file on which libhdf5 itself
 // crashes or loops is refused in one line; what libhdf5 reads is checked by bubblesim's code.
+#include "sim/error.h"
 #include "tests/fuzz/fuzz_input.h"
 #if BUBBLESIM_FUZZ_HDF5 == 1
 #include "analysis/profile_file.h"

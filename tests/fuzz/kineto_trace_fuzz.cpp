@@ -1,5 +1,6 @@
 // Kineto / Chrome trace JSON, plain or gzip (the reader decides by the gzip header), through
 // the importer with PyTorch pipelining's labels. Bad input must be a bubblesim::Error.
+#include "sim/error.h"
 #include "tests/fuzz/fuzz_input.h"
 #include "traces/kineto_trace.h"
 

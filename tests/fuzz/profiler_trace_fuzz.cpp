@@ -1,6 +1,7 @@
 // The profiler's own trace files (profiler/chrome_writer.h: bubblesim_op events, NVTX ranges,
 // CUPTI kernels) through the importer, once with the pipelining labels and once with a
 // --label-regex of named groups.
+#include "sim/error.h"
 #include "tests/fuzz/fuzz_input.h"
 #include "traces/kineto_trace.h"
 

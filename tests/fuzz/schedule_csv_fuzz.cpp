@@ -2,6 +2,7 @@
 // a schedule the parser accepts must write and parse back to itself.
 #include <sstream>
 
+#include "sim/error.h"
 #include "tests/fuzz/fuzz_input.h"
 #include "traces/schedule_csv.h"
 

@@ -1,4 +1,5 @@
 // The YAML loaders: BUBBLESIM_FUZZ_YAML picks which at build time (model, cluster, study).
+#include "sim/error.h"
 #include "tests/fuzz/fuzz_input.h"
 #if BUBBLESIM_FUZZ_YAML == 1
 #include "models/transformer.h"
