@@ -59,6 +59,9 @@ and compare use the zero-bubble paper's 1.5B model at p=8, m=24 (F 18.522, B 18.
 comm 0.601 ms).
 )";
 
+// Ops per second a Monte Carlo run simulates (measured: 1F1B, p = 2, m = 64, 20000 samples).
+constexpr double kMonteCarloOpsPerSecond = 2e7;
+
 // A bad-usage exit: the message is printed as one line.
 struct Usage {
   std::string message;
@@ -388,6 +391,8 @@ int cmd_simulate(const std::vector<std::string>& args, const std::string& comman
     ("samples", po::value<int>()->default_value(0),
      "with --profile: also run N times, each op's duration drawn from its stage's samples, and "
      "report the mean, p50, p90 and p99 of the iteration time and bubble rate")
+    ("allow-long", po::bool_switch(),
+     "run --samples requests estimated to take more than an hour (refused otherwise)")
     ("seed", po::value<std::string>()->default_value("1"),
      "seed of the --samples generator (std::mt19937_64): the same seed gives the same results");
   // clang-format on
@@ -497,6 +502,18 @@ int cmd_simulate(const std::vector<std::string>& args, const std::string& comman
         "--cluster, --dp or --optimizer-sync");
   }
   if (samples > 0) {
+    // An hour's worth of runs is refused unless asked for: the estimate is the ops simulated
+    // times a rate measured on the engine (2e7 ops per second on one core, 1F1B, p = 2, m = 64).
+    std::size_t ops = 0;
+    for (const auto& device : schedule.device_ops)
+      ops += device.size();
+    const double hours = static_cast<double>(ops) * samples / kMonteCarloOpsPerSecond / 3600;
+    if (hours > 1 && !vm["allow-long"].as<bool>()) {
+      throw InvalidArgument(fmt::format(
+          "option --samples: {} runs of {} ops would take about {:.1f} hours (at about {:.0e} "
+          "ops per second); give fewer --samples, or --allow-long to run them anyway",
+          samples, ops, hours, kMonteCarloOpsPerSecond));
+    }
     run.monte_carlo =
         monte_carlo(schedule, in, run.params.chunks, samples,
                     parse_whole_number("--seed", vm["seed"].as<std::string>(), 0, UINT64_MAX));

@@ -271,6 +271,14 @@ TEST_F(FuzzRegression, F14TooLargeARunIsRefusedAtOnceWithItsEstimate) {
   EXPECT_EQ(r.status, 0) << r.err;
 }
 
+TEST_F(FuzzRegression, F14MonteCarloOfHoursIsRefusedUnlessAllowed) {
+  inputs("22");
+  // 1F1B at p = 2, m = 100000: 2 fused ops per stage and microbatch, 400000 ops; a million runs
+  // at 2e7 ops per second: 4e11 / 2e7 / 3600 = 5.6 hours.
+  expect_refused("simulate -s 1f1b --profile p1.h5 --samples 1000000 -m 100000",
+                 "1000000 runs of 400000 ops would take about 5.6 hours", 1);
+}
+
 TEST_F(FuzzRegression, F15SlowLinksAreRefusedNotFree) {
   inputs("15");
   expect_refused("simulate -s 1f1b -p 4 -m 8 --model gpt-1.5b.yaml --cluster bw_1e-12.yaml",
