@@ -13,6 +13,7 @@
 #include <boost/program_options.hpp>
 #include <chrono>
 #include <csignal>
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <map>
@@ -104,6 +105,9 @@ po::variables_map configuration_options(const analysis::StudyConfiguration& c,
   std::vector<std::string> args;
   for (const analysis::StudySetting& s : c.settings) {
     if (s.key == "schedule") continue;
+    // In a study, mem-limit 0 names the schedule's default (an axis [0, inf]: default or none);
+    // the option itself refuses an explicit 0.
+    if (s.key == "mem-limit" && std::strtod(s.value.c_str(), nullptr) == 0) continue;
     args.push_back("--" + s.key);
     args.push_back(s.value);
   }

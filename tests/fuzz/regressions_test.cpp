@@ -335,6 +335,14 @@ TEST_F(FuzzRegression, F21MemLimitZeroAndOnSchedulesWithoutOneAreRefused) {
   expect_refused("simulate -s zb-auto --mem-limit 0", "option --mem-limit: expected a number > 0");
   expect_refused("simulate -s 1f1b --mem-limit 1",
                  "option --mem-limit: schedule '1f1b' does not take a memory limit");
+  // In a study, mem_limit 0 still names the schedule's default, and 1f1b ignores the axis.
+  std::ofstream(path("study.yaml")) << "fixed: {f: 1, b: 1, w: 0.5, p: 4, m: 8}\n"
+                                       "axes:\n  schedule: [1f1b, zb-v]\n  mem_limit: [0, inf]\n";
+  const Result r = run("sweep study.yaml --out s.h5 --progress none");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("holds 4 of 4 configurations (4 simulated now, 0 from the file; 0 failed"),
+            std::string::npos)
+      << r.out;
 }
 
 TEST_F(FuzzRegression, F22OptionOddities) {
