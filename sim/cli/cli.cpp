@@ -741,7 +741,8 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   } catch (const Usage& e) {
     err << who << ": error: " << e.message << '\n';
   } catch (const po::error& e) {
-    err << who << ": error: " << one_line(e.what()) << " (see '" << who << " --help')\n";
+    err << who << ": error: " << one_line(program_options_message(e, args)) << " (see '" << who
+        << " --help')\n";
   } catch (const Error& e) {
     err << who << ": error: " << one_line(e.what()) << '\n';
   } catch (const std::exception& e) {

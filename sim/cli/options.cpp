@@ -620,6 +620,18 @@ double default_max_memory_bytes() {
   return 0.8 * static_cast<double>(pages) * static_cast<double>(page);
 }
 
+std::string program_options_message(const std::exception& e, const std::vector<std::string>& args) {
+  const bool placeholder = std::any_of(args.begin(), args.end(), [](const std::string& a) {
+    return a.find('%') != std::string::npos;
+  });
+  if (!placeholder) return e.what();
+  // Boost substitutes the token for %original_token% (and the like) until none is left: a token
+  // holding a placeholder never ends. Such errors are told without Boost's text.
+  const auto* named = dynamic_cast<const po::error_with_option_name*>(&e);
+  return (named != nullptr ? "option '" + named->get_option_name() + "'" : std::string("options")) +
+         ": not an option this command takes, or a value it cannot take";
+}
+
 std::uint64_t parse_whole_number(const std::string& option, const std::string& text,
                                  std::uint64_t min, std::uint64_t max) {
   std::uint64_t value = 0;

@@ -110,6 +110,12 @@ double estimated_run_bytes(const sim::ScheduleParams& params, bool chunks_given,
 // The --max-memory default: 80% of the machine's physical memory, in bytes.
 double default_max_memory_bytes();
 
+// The message of an error of Boost.Program_options raised parsing `args`, safely: its what()
+// loops forever when the offending token itself holds a placeholder such as "%original_token%"
+// (found by fuzzing), so when an argument holds a '%', a message of ours naming the option is
+// given instead.
+std::string program_options_message(const std::exception& e, const std::vector<std::string>& args);
+
 // Reads and checks the options added by add_run_options. With `from_file`, p, m and v are the
 // file's (devices, microbatches, and the stages a microbatch runs per device: stages per device,
 // or half of them in a bidirectional schedule); -p/-m/-v given must agree with them.

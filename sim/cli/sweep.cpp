@@ -163,7 +163,10 @@ analysis::SweepRow simulate_configuration(const analysis::StudyConfiguration& c,
     row.status = "ok";
   } catch (const std::exception& e) {
     row.status = "error";
-    std::string what = e.what();
+    std::vector<std::string> values;
+    for (const analysis::StudySetting& s : c.settings)
+      values.push_back(s.value);
+    std::string what = program_options_message(e, values);
     std::replace(what.begin(), what.end(), '\n', ' ');
     row.error = what;
   }

@@ -361,5 +361,15 @@ TEST_F(FuzzRegression, F22OptionOddities) {
   EXPECT_NE(r.out.find("p=2 m=2"), std::string::npos) << r.out;
 }
 
+// Found by options_fuzz: Boost.Program_options' error message substitutes the token for
+// %original_token% until none is left, forever when the token holds one.
+TEST_F(FuzzRegression, F23PlaceholdersInOptionsDoNotHangTheErrorMessage) {
+  inputs("23");
+  expect_refused("simulate '--x%original_token%'", "option '--x%original_token%': not an option",
+                 1);
+  expect_refused("simulate -p 'x%value%'", "option '--pp': not an option", 1);
+  expect_refused("compare '---jsonp%original_token%'", "not an option this command takes", 1);
+}
+
 }  // namespace
 }  // namespace bubblesim
