@@ -39,12 +39,14 @@ void evaluate_candidate(AdviseCandidate& c, const AdviseSearch& search,
     double largest_parameters = 0;
     for (const models::StageEstimate& s : stages) {
       const auto time = [&](double flops) {
-        return sim::ms_to_ns(models::flops_to_ms(flops, hw.gpu, hw.efficiency));
+        return sim::derived_ms_to_ns(models::flops_to_ms(flops, hw.gpu, hw.efficiency),
+                                     "the model's time on " + hw.gpu.name);
       };
       const double comm_ms =
           hw.link_latency_ms + s.transfer_bytes / (hw.link_bandwidth_gbps * 1e9) * 1e3;
       costs.push_back(sim::DeviceCosts{time(s.f_flops), time(s.b_flops), time(s.w_flops),
-                                       sim::ms_to_ns(comm_ms), s.m_b_bytes, s.m_w_bytes, 0});
+                                       sim::derived_ms_to_ns(comm_ms, "a transfer between stages"),
+                                       s.m_b_bytes, s.m_w_bytes, 0});
       costs.back().overheads = hw.overheads;
       largest_parameters = std::max(largest_parameters, s.parameters);
     }

@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "analysis/hdf5_guard.h"
 #include "sim/error.h"
 #include "sim/op.h"
 
@@ -33,6 +34,9 @@ inline constexpr unsigned kDeflateLevel = 1;
 class QuietHdf5 {
  public:
   QuietHdf5() {
+    // libhdf5 would otherwise close itself at exit, printing what it finds left open (after a
+    // damaged file) to standard error; files are closed by their handles anyway.
+    H5dont_atexit();
     H5Eget_auto2(H5E_DEFAULT, &func_, &data_);
     H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
   }
@@ -239,6 +243,9 @@ inline Handle open_bubblesim_file(const Where& at, const char* format, int versi
   if (!std::filesystem::exists(at.path, ec)) at.fail("no such file");
   if (!std::filesystem::is_regular_file(at.path, ec)) at.fail("not a regular file");
   if (H5Fis_hdf5(at.path.c_str()) <= 0) at.fail("not an HDF5 file (expected " + expected + ")");
+  if (const std::string problem = damaged_file_problem(at.path); !problem.empty()) {
+    at.fail(problem);
+  }
   Handle file(at.check(H5Fopen(at.path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT),
                        "cannot open the HDF5 file (truncated or damaged?)"),
               H5Fclose);
@@ -298,6 +305,13 @@ std::vector<Row> read_table(const Where& at, hid_t group, const std::string& own
   if (H5Sget_simple_extent_ndims(space) != 1) at.fail(what + " is not one-dimensional");
   hsize_t size = 0;
   H5Sget_simple_extent_dims(space, &size, nullptr);
+  // Deflate expands at most about 1032:1: more rows than that of the file's bytes is damage,
+  // and allocating them would only exhaust memory.
+  std::error_code ec;
+  const std::uintmax_t file_bytes = std::filesystem::file_size(at.path, ec);
+  if (!ec && size > (file_bytes * 1100 + (std::uintmax_t{64} << 20)) / sizeof(Row)) {
+    at.fail(what + " claims " + std::to_string(size) + " rows, more than the file can hold");
+  }
   std::vector<Row> rows(static_cast<std::size_t>(size));
   if (size > 0) {
     at.check(H5Dread(dataset, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, rows.data()),

@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 
 #include "analysis/hdf5_io.h"
 
@@ -128,6 +129,9 @@ void write_file(const Where& at, const std::string& temporary, const traces::Pro
   at.check(file.close(), "cannot finish writing " + temporary);
 }
 
+// The longest time a profile may hold: the simulator's largest op time (1e9 ms).
+constexpr std::int64_t kMaxProfileTimeNs = 1'000'000'000'000'000;
+
 std::int64_t read_int64(const Where& at, hid_t file, const char* name) {
   const auto value = read_number<std::int64_t>(at, file, "the root group", name, H5T_NATIVE_INT64);
   if (value < 0) at.fail("root attribute '" + std::string(name) + "' is negative");
@@ -136,21 +140,23 @@ std::int64_t read_int64(const Where& at, hid_t file, const char* name) {
 
 }  // namespace
 
+void write_profile(sim::OutputFile& out, const traces::Profile& profile, const WriterInfo& writer) {
+  const QuietHdf5 quiet;
+  const Where at = profile_at(out.path());
+  write_file(at, out.temporary(), profile, writer);
+  sync(at, out.temporary());
+}
+
 void write_profile(const std::string& path, const traces::Profile& profile,
                    const WriterInfo& writer) {
-  const QuietHdf5 quiet;
-  const Where at = profile_at(path);
-  const std::string temporary = path + "." + std::to_string(::getpid()) + ".tmp";
+  std::optional<sim::OutputFile> out;
   try {
-    write_file(at, temporary, profile, writer);
-    sync(at, temporary);
-    if (std::rename(temporary.c_str(), path.c_str()) != 0) {
-      at.fail("cannot rename " + temporary + " into place");
-    }
-  } catch (...) {
-    std::remove(temporary.c_str());
-    throw;
+    out.emplace(path);
+  } catch (const Error& e) {
+    throw ProfileFileError(e.what());
   }
+  write_profile(*out, profile, writer);
+  out->commit();
 }
 
 traces::Profile read_profile(const std::string& path) {
@@ -167,7 +173,31 @@ traces::Profile read_profile(const std::string& path) {
   profile.unattributed_gpu_ops =
       static_cast<std::size_t>(read_int64(at, file, "unattributed_gpu_ops"));
 
+  if (profile.total_kernel_ns > kMaxProfileTimeNs) {
+    at.fail("root attribute 'total_kernel_ns' is out of range (at most 1e15 ns)");
+  }
+  std::size_t row = 0;
   for (const PassRow& r : read_table<PassRow>(at, file, root, "passes", passes_type())) {
+    // What the simulator will index and add up is checked against its ranges here.
+    const auto bad = [&](const std::string& why) {
+      at.fail("dataset 'passes', row " + std::to_string(row) + ": " + why);
+    };
+    if (static_cast<int>(r.pass) >= sim::kNumOpKinds) bad("a pass kind out of range");
+    for (const std::int32_t n : {r.stage, r.microbatch, r.chunk}) {
+      if (n < traces::kNoNumber || n > traces::kMaxLabelNumber) {
+        bad("stage, microbatch or chunk " + std::to_string(n) + " out of range (-1 to " +
+            std::to_string(traces::kMaxLabelNumber) + ")");
+      }
+    }
+    if (r.kernel_ns < 0 || r.kernel_ns > kMaxProfileTimeNs) {
+      bad("kernel_ns " + std::to_string(r.kernel_ns) + " out of range (0 to 1e15 ns)");
+    }
+    std::int64_t span_ns = 0;
+    if (__builtin_sub_overflow(r.gpu_end_ns, r.gpu_start_ns, &span_ns) || span_ns < 0 ||
+        span_ns > kMaxProfileTimeNs) {
+      bad("gpu_end_ns - gpu_start_ns out of range (0 to 1e15 ns)");
+    }
+    ++row;
     profile.passes.push_back({{r.pass, r.stage, r.microbatch, r.chunk},
                               r.trace,
                               r.process,
@@ -180,6 +210,10 @@ traces::Profile read_profile(const std::string& path) {
   for (const CommRow& r : read_table<CommRow>(at, file, root, "comms", comms_type())) {
     if (static_cast<int>(r.collective) >= traces::kNumCollectives) {
       at.fail("dataset 'comms': a collective out of range");
+    }
+    if (r.duration_ns < 0 || r.duration_ns > kMaxProfileTimeNs) {
+      at.fail("dataset 'comms': duration_ns " + std::to_string(r.duration_ns) +
+              " out of range (0 to 1e15 ns)");
     }
     profile.comms.push_back(
         {r.collective, r.trace, r.device, r.start_ns, r.duration_ns, r.in_bytes, r.out_bytes});

@@ -30,11 +30,13 @@ class ProfileFileError : public Error {
   using Error::Error;
 };
 
-// Writes `profile` to `path`, replacing any file there. Atomic: written under a temporary name in
-// the same folder, synced, then renamed over `path`; on failure `path` is left as it was and the
-// temporary file removed. Throws ProfileFileError.
+// Writes `profile` to `path`, replacing any file there, by the writer rule (sim/output_file.h):
+// written under a temporary name in the same folder, synced, then renamed over `path`; on
+// failure `path` is left as it was and the temporary file removed. Throws ProfileFileError.
 void write_profile(const std::string& path, const traces::Profile& profile,
                    const WriterInfo& writer);
+// The same into `out`'s temporary; the caller commits `out`.
+void write_profile(sim::OutputFile& out, const traces::Profile& profile, const WriterInfo& writer);
 
 // Reads the profile file at `path`. Throws ProfileFileError naming the file and what is wrong.
 traces::Profile read_profile(const std::string& path);

@@ -569,21 +569,17 @@ std::string report_html(const ReportData& data, const RenderOptions& options) {
   return html;
 }
 
+void write_text_file(sim::OutputFile& out, const std::string& text) {
+  std::ofstream file(out.temporary(), std::ios::binary | std::ios::trunc);
+  if (file) file.write(text.data(), static_cast<std::streamsize>(text.size()));
+  file.flush();
+  if (!file) throw Error(out.path() + ": cannot write the file (" + std::strerror(errno) + ")");
+}
+
 void write_file_atomically(const std::string& path, const std::string& text) {
-  const std::string temporary = path + "." + std::to_string(::getpid()) + ".tmp";
-  const auto fail = [&](const std::string& why) {
-    std::error_code ignored;
-    std::filesystem::remove(temporary, ignored);
-    throw Error(path + ": cannot write the file (" + why + ")");
-  };
-  {
-    std::ofstream file(temporary, std::ios::binary | std::ios::trunc);
-    if (!file) fail(std::strerror(errno));
-    file.write(text.data(), static_cast<std::streamsize>(text.size()));
-    file.flush();
-    if (!file) fail(std::strerror(errno));
-  }
-  if (std::rename(temporary.c_str(), path.c_str()) != 0) fail(std::strerror(errno));
+  sim::OutputFile out(path);
+  write_text_file(out, text);
+  out.commit();
 }
 
 std::vector<std::string> write_svg_files(const std::string& dir, const ReportData& data,

@@ -20,6 +20,7 @@
 
 #include "analysis/report.h"
 #include "sim/op.h"
+#include "sim/output_file.h"
 
 namespace bubblesim::analysis {
 
@@ -67,8 +68,10 @@ std::string report_html(const ReportData& data, const RenderOptions& options);
 std::vector<std::string> write_svg_files(const std::string& dir, const ReportData& data,
                                          const RenderOptions& options);
 
-// Writes `text` to `path` through a temporary file in the same folder renamed into place, so
-// that `path` is either as it was or complete. Throws bubblesim::Error naming the file.
+// Writes `text` to `path` by the writer rule (sim/output_file.h), so that `path` is either as it
+// was or complete. Throws bubblesim::Error naming the file.
 void write_file_atomically(const std::string& path, const std::string& text);
+// Writes `text` into `out`'s temporary; the caller commits `out`.
+void write_text_file(sim::OutputFile& out, const std::string& text);
 
 }  // namespace bubblesim::analysis

@@ -1,5 +1,6 @@
 #include "analysis/results_file.h"
 
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <set>
@@ -7,6 +8,7 @@
 #include <type_traits>
 
 #include "analysis/hdf5_io.h"
+#include "sim/output_file.h"
 
 namespace bubblesim::analysis {
 
@@ -23,6 +25,17 @@ using namespace hdf5;
 // Error reporting for one results file.
 Where results_at(const std::string& path) {
   return Where{path, &raise_results_error};
+}
+
+// The output `path` by the writer rule; its refusals as ResultsFileError.
+sim::OutputFile results_output(const std::string& path) {
+  try {
+    return sim::OutputFile(path);
+  } catch (const ResultsFileError&) {
+    throw;
+  } catch (const Error& e) {
+    throw ResultsFileError(e.what());
+  }
 }
 
 constexpr const char* kMemoryUnit = "activation units (the unit of m_b and m_w)";
@@ -119,6 +132,52 @@ void write_run(const Where& at, hid_t runs, const RunRecord& run) {
   write_table(at, group, "devices", devices_type(), run.devices);
 }
 
+// A file from outside may hold anything its types allow: what the reports index or loop over
+// (devices, kinds, times) is checked against the run's own tables before use.
+void check_run(const Where& at, const std::string& what, const RunRecord& run) {
+  const auto devices = static_cast<std::int64_t>(run.devices.size());
+  const auto fail = [&](const char* dataset, std::size_t row, const std::string& why) {
+    at.fail(what + ": dataset '" + dataset + "', row " + std::to_string(row) + ": " + why);
+  };
+  const auto device = [&](const char* dataset, std::size_t row, std::int32_t d) {
+    if (d < 0 || d >= devices) {
+      fail(dataset, row,
+           "device " + std::to_string(d) + " out of range (the run has " + std::to_string(devices) +
+               " devices)");
+    }
+  };
+  const auto interval = [&](const char* dataset, std::size_t row, sim::TimeNs start,
+                            sim::TimeNs end) {
+    if (start < 0 || end < start) {
+      fail(dataset, row,
+           "times out of order or negative (start_ns " + std::to_string(start) + ", end_ns " +
+               std::to_string(end) + ")");
+    }
+  };
+  for (std::size_t i = 0; i < run.devices.size(); ++i)
+    device("devices", i, run.devices[i].device);
+  for (std::size_t i = 0; i < run.ops.size(); ++i) {
+    const OpRecord& op = run.ops[i];
+    device("ops", i, op.device);
+    if (static_cast<int>(op.kind) >= sim::kNumOpKinds) fail("ops", i, "an op kind out of range");
+    if (op.stage < 0 || op.chunk < 0 || op.microbatch < 0) {
+      fail("ops", i, "a negative stage, chunk or microbatch");
+    }
+    interval("ops", i, op.start_ns, op.end_ns);
+  }
+  for (std::size_t i = 0; i < run.transfers.size(); ++i) {
+    device("transfers", i, run.transfers[i].src_device);
+    device("transfers", i, run.transfers[i].dst_device);
+    interval("transfers", i, run.transfers[i].start_ns, run.transfers[i].end_ns);
+  }
+  for (std::size_t i = 0; i < run.memory.size(); ++i) {
+    device("memory", i, run.memory[i].device);
+    if (run.memory[i].time_ns < 0 || !std::isfinite(run.memory[i].activation_memory)) {
+      fail("memory", i, "a negative time or a memory that is not a number");
+    }
+  }
+}
+
 RunRecord read_run_group(const Where& at, hid_t group, const std::string& name) {
   const std::string what = "run '" + name + "'";
   const auto string = [&](const char* attribute) {
@@ -159,6 +218,7 @@ RunRecord read_run_group(const Where& at, hid_t group, const std::string& name) 
   run.transfers = read_table<TransferRecord>(at, group, what, "transfers", transfers_type());
   run.memory = read_table<MemoryRecord>(at, group, what, "memory", memory_type());
   run.devices = read_table<DeviceRecord>(at, group, what, "devices", devices_type());
+  check_run(at, what, run);
   return run;
 }
 
@@ -348,35 +408,31 @@ void write_file(const Where& at, const std::string& temporary, hid_t source,
   at.check(file.close(), "cannot finish writing " + temporary);
 }
 
-// Writes the new file with `write(temporary)` and renames it over the file (`source`, if open).
+// Writes the new file with `write(out.temporary())`, synced; the caller commits `out`. An
+// existing file is read from `source` (closed before returning).
 template <typename Write>
-void replace_file(const Where& at, Handle& source, const Write& write) {
-  const std::string& path = at.path;
-  std::error_code ec;
-  const std::string temporary = path + "." + std::to_string(::getpid()) + ".tmp";
-  try {
-    write(temporary);
-    if (source >= 0) {
-      at.check(source.close(), "cannot close");
-      // The new file replaces the old one: keep who may read it.
-      std::filesystem::permissions(temporary, std::filesystem::status(path).permissions(), ec);
-    }
-    sync(at, temporary);
-    if (std::rename(temporary.c_str(), path.c_str()) != 0) {
-      at.fail("cannot rename " + temporary + " into place");
-    }
-  } catch (...) {
-    std::remove(temporary.c_str());
-    throw;
+void write_new_file(const Where& at, sim::OutputFile& out, Handle& source, const Write& write) {
+  write(out.temporary());
+  if (source >= 0) at.check(source.close(), "cannot close");
+  sync(at, out.temporary());
+}
+
+// Opens the results file that `out` would replace, if there is one.
+Handle open_existing(const Where& at, const sim::OutputFile& out) {
+  if (out.writes_into_special_file()) {
+    at.fail("not a regular file (a results file is added to, so it must be one)");
   }
+  if (!out.replaces_regular_file()) return Handle();
+  int version = 0;
+  return open_results(at, version);
 }
 
 }  // namespace
 
-void write_runs(const std::string& path, const std::vector<RunRecord>& runs,
-                const WriterInfo& writer, bool overwrite) {
+void write_runs(sim::OutputFile& out, const std::vector<RunRecord>& runs, const WriterInfo& writer,
+                bool overwrite) {
   const QuietHdf5 quiet;
-  const Where at = results_at(path);
+  const Where at = results_at(out.path());
   std::set<std::string> names;
   for (const RunRecord& run : runs) {
     if (!valid_run_name(run.name)) {
@@ -388,38 +444,38 @@ void write_runs(const std::string& path, const std::vector<RunRecord>& runs,
     }
   }
 
-  Handle source;
-  std::error_code ec;
-  if (std::filesystem::exists(path, ec)) {
-    int version = 0;
-    source = open_results(at, version);
+  Handle source = open_existing(at, out);
+  if (source >= 0) {
     const Handle old_runs(at.check(H5Gopen2(source, "runs", H5P_DEFAULT), "cannot open /runs"),
                           H5Gclose);
     for (const std::string& name : link_names(at, old_runs)) {
       if (names.count(name) != 0 && !overwrite) {
-        throw RunExistsError(path + ": already holds a run named '" + name + "'");
+        throw RunExistsError(out.path() + ": already holds a run named '" + name + "'");
       }
     }
   }
-
-  replace_file(at, source, [&](const std::string& temporary) {
+  write_new_file(at, out, source, [&](const std::string& temporary) {
     write_file(at, temporary, source, names, runs, writer);
   });
+}
+
+void write_runs(const std::string& path, const std::vector<RunRecord>& runs,
+                const WriterInfo& writer, bool overwrite) {
+  sim::OutputFile out = results_output(path);
+  write_runs(out, runs, writer, overwrite);
+  out.commit();
 }
 
 void write_sweep_table(const std::string& path, const std::vector<SweepRow>& rows,
                        const WriterInfo& writer, const SweepInfo& info) {
   const QuietHdf5 quiet;
+  sim::OutputFile out = results_output(path);
   const Where at = results_at(path);
-  Handle source;
-  std::error_code ec;
-  if (std::filesystem::exists(path, ec)) {
-    int version = 0;
-    source = open_results(at, version);
-  }
-  replace_file(at, source, [&](const std::string& temporary) {
+  Handle source = open_existing(at, out);
+  write_new_file(at, out, source, [&](const std::string& temporary) {
     write_file(at, temporary, source, {}, {}, writer, &rows, info);
   });
+  out.commit();
 }
 
 ResultsReader::ResultsReader(const std::string& path) : path_(path), file_(H5I_INVALID_HID) {

@@ -18,6 +18,7 @@
 
 #include "analysis/run_record.h"
 #include "sim/error.h"
+#include "sim/output_file.h"
 
 namespace bubblesim::analysis {
 
@@ -49,12 +50,17 @@ struct WriterInfo {
 // call throw RunExistsError before anything is written. Run names must be distinct and valid
 // (RunRecord::name), else InvalidArgument.
 //
-// Atomic: the new file is written under a temporary name in the same folder (the existing runs
-// copied into it) and renamed over `path` only once complete and synced, so a failure or crash
-// leaves `path` as it was. Throws ResultsFileError for an existing file that is not a readable
+// By the writer rule (sim/output_file.h): the new file is written under a temporary name in the
+// same folder (the existing runs copied into it) and renamed over `path` only once complete and
+// synced, so a failure or crash leaves `path` as it was; a read-only file or a directory is
+// refused. Throws ResultsFileError for an existing file that is not a readable
 // results file of this format version, or when the file cannot be written.
 void write_runs(const std::string& path, const std::vector<RunRecord>& runs,
                 const WriterInfo& writer, bool overwrite = false);
+// The same into `out`'s temporary (an existing file read from out.target()); the caller commits
+// `out` (sim/output_file.h), so that a command with several outputs writes all or none.
+void write_runs(sim::OutputFile& out, const std::vector<RunRecord>& runs, const WriterInfo& writer,
+                bool overwrite = false);
 
 // One row of /sweep/table: a configuration of a study (`bubblesim sweep`), its inputs and, when
 // it ran, its summary metrics. Times in ms; memory in activation units (unit of m_b), or bytes

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
+#include <ios>
 #include <map>
 #include <optional>
 #include <set>
@@ -158,7 +159,7 @@ struct Reader {
     return {};
   }
 
-  using Settings = std::map<std::size_t, StudySetting>;  // by key index
+  using Settings = Study::Settings;
 
   Settings settings(const YAML::Node& map, const std::string& where) const {
     if (!map.IsMap()) fail(map, where, "expected a mapping of settings");
@@ -175,6 +176,42 @@ struct Reader {
 };
 
 }  // namespace
+
+StudyConfiguration Study::configuration(std::size_t n) const {
+  Settings merged = fixed;
+  for (const auto& [i, s] : configs[n / per_config])
+    merged[i] = s;
+  // Mixed radix, the last axis fastest.
+  std::size_t rest = n % per_config;
+  for (std::size_t a = axes.size(); a-- > 0;) {
+    const std::vector<StudySetting>& values = axes[a].second;
+    merged[axes[a].first] = values[rest % values.size()];
+    rest /= values.size();
+  }
+  StudyConfiguration c;
+  c.settings.reserve(merged.size());
+  for (auto& [i, s] : merged)
+    c.settings.push_back(std::move(s));
+  return c;
+}
+
+std::vector<StudySetting> Study::values_of(const std::string& key) const {
+  std::vector<StudySetting> values;
+  const auto add = [&](const Settings& settings) {
+    for (const auto& [i, s] : settings) {
+      if (s.key == key) values.push_back(s);
+    }
+  };
+  add(fixed);
+  for (const Settings& c : configs)
+    add(c);
+  for (const auto& [i, axis] : axes) {
+    for (const StudySetting& s : axis) {
+      if (s.key == key) values.push_back(s);
+    }
+  }
+  return values;
+}
 
 const std::vector<std::string>& study_keys() {
   static const std::vector<std::string> keys = [] {
@@ -199,9 +236,23 @@ std::string study_fingerprint(const Study& study) {
     hash ^= static_cast<unsigned char>(c);
     hash *= 1099511628211ULL;
   };
-  for (const StudyConfiguration& c : study.configurations) {
-    for (const char ch : c.key())
-      add(ch);
+  // The study's parts, which decide every configuration (never the configurations
+  // themselves: a study may have millions).
+  const auto add_settings = [&](const Study::Settings& settings) {
+    for (const auto& [i, s] : settings) {
+      for (const char ch : s.key + "=" + s.value + " ")
+        add(ch);
+    }
+    add('\n');
+  };
+  add_settings(study.fixed);
+  for (const Study::Settings& c : study.configs)
+    add_settings(c);
+  for (const auto& [i, values] : study.axes) {
+    for (const StudySetting& s : values) {
+      for (const char ch : s.key + "=" + s.value + " ")
+        add(ch);
+    }
     add('\n');
   }
   char text[17];
@@ -216,7 +267,9 @@ std::string StudyConfiguration::key() const {
   return k;
 }
 
-Study load_study(const std::string& path, std::size_t max_configurations) {
+namespace {
+
+Study read_study(const std::string& path, std::size_t max_configurations) {
   const Reader r{path};
   YAML::Node root;
   try {
@@ -297,34 +350,41 @@ Study load_study(const std::string& path, std::size_t max_configurations) {
                      " configurations");
   }
 
-  Study study{path, {}};
-  study.configurations.reserve(per_config * configs.size());
-  std::vector<std::size_t> at(axes.size());
   for (const Reader::Settings& config : configs) {
-    for (std::size_t n = 0; n < per_config; ++n) {
-      // Mixed radix, the last axis fastest.
-      std::size_t rest = n;
-      for (std::size_t a = axes.size(); a-- > 0;) {
-        at[a] = rest % axes[a].second.size();
-        rest /= axes[a].second.size();
-      }
-      Reader::Settings merged = fixed;
-      for (const auto& [i, s] : config)
-        merged[i] = s;
-      for (std::size_t a = 0; a < axes.size(); ++a)
-        merged[axes[a].first] = axes[a].second[at[a]];
-      StudyConfiguration c;
-      for (auto& [i, s] : merged)
-        c.settings.push_back(s);
-      if (c.find("schedule") == nullptr) {
-        throw StudyError(path +
-                         ": key 'schedule': every configuration needs one (give it in "
-                         "fixed, axes or each of configs)");
-      }
-      study.configurations.push_back(std::move(c));
+    bool has_schedule = fixed.count(0) != 0 || config.count(0) != 0;
+    for (const auto& [i, values] : axes)
+      has_schedule = has_schedule || i == 0;
+    if (!has_schedule) {
+      throw StudyError(path +
+                       ": key 'schedule': every configuration needs one (give it in "
+                       "fixed, axes or each of configs)");
     }
   }
+  Study study;
+  study.path = path;
+  study.fixed = fixed;
+  study.configs = std::move(configs);
+  study.axes = std::move(axes);
+  study.per_config = per_config;
   return study;
+}
+
+}  // namespace
+
+Study load_study(const std::string& path, std::size_t max_configurations) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    throw StudyError(path + ": is a directory, expected a study file (YAML)");
+  }
+  try {
+    return read_study(path, max_configurations);
+  } catch (const YAML::Exception& e) {
+    // A value of the wrong type that no check above caught.
+    throw StudyError(path + (e.mark.is_null() ? "" : ":" + std::to_string(e.mark.line + 1)) + ": " +
+                     e.msg);
+  } catch (const std::ios_base::failure& e) {
+    throw StudyError(path + ": cannot read the study file (" + e.what() + ")");
+  }
 }
 
 MeasuredRuns load_measured_runs(const std::string& path) {

@@ -9,7 +9,10 @@
 // their type here (with the line); whether they suit the schedule is found by simulating.
 #pragma once
 
+#include <cstddef>
+#include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sim/error.h"
@@ -39,17 +42,33 @@ struct StudyConfiguration {
   std::string key() const;
 };
 
+// The configurations are built on demand from the study's parts, never all at once: a study of
+// millions of configurations run with --limit costs only what it runs.
 struct Study {
+  using Settings = std::map<std::size_t, StudySetting>;  // by index in study_keys()
+
   std::string path;
-  std::vector<StudyConfiguration> configurations;  // configs in file order, each crossed with
-                                                   // the axes, the last axis varying fastest
+  Settings fixed;
+  std::vector<Settings> configs;  // at least one (empty when the file has none)
+  std::vector<std::pair<std::size_t, std::vector<StudySetting>>> axes;  // key index, values
+  std::size_t per_config = 1;  // the product of the axes' sizes
+
+  // How many configurations: configs in file order, each crossed with the axes.
+  std::size_t size() const { return per_config * configs.size(); }
+  // Configuration i (< size()): configs[i / per_config] over the fixed settings, crossed with
+  // the axes in mixed radix, the last axis varying fastest.
+  StudyConfiguration configuration(std::size_t i) const;
+  // Every value `key` takes anywhere in the study, for checks that need not build every
+  // configuration.
+  std::vector<StudySetting> values_of(const std::string& key) const;
 };
 
 // The canonical setting names, in the order configurations list them.
 const std::vector<std::string>& study_keys();
 
-// 16 hex digits of a 64-bit FNV-1a hash of every configuration's key() in order (each followed
-// by a newline): equal for the same study read anywhere with the same paths.
+// 16 hex digits of a 64-bit FNV-1a hash of the study's parts (fixed settings, configs, axes, in
+// order), which decide every configuration: equal for the same study read anywhere with the
+// same paths, and cheap for a study of millions of configurations.
 std::string study_fingerprint(const Study& study);
 
 // Reads and expands the study at `path`; throws StudyError naming the file, line and key.

@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(g++ cmake ninja-build ccache pkg-config
-          libboost-graph-dev libboost-program-options-dev libfmt-dev rapidjson-dev zlib1g-dev
+          libboost-graph-dev libboost-program-options-dev libboost-regex-dev libfmt-dev rapidjson-dev zlib1g-dev
           libgtest-dev libgmock-dev libbenchmark-dev coinor-libcbc-dev libyaml-cpp-dev libhdf5-dev libtbb-dev
           libopenmpi-dev openmpi-bin
           python3-h5py python3-pandas)

@@ -3,6 +3,8 @@
 #include <yaml-cpp/yaml.h>
 
 #include <cmath>
+#include <filesystem>
+#include <ios>
 #include <set>
 
 #include "sim/error.h"
@@ -109,7 +111,9 @@ const GpuSpec& gpu_named(const Reader& r, const YAML::Node& node,
 
 }  // namespace
 
-Cluster load_cluster(const std::string& path) {
+namespace {
+
+Cluster read_cluster(const std::string& path) {
   const Reader r(path);
   YAML::Node root;
   try {
@@ -158,11 +162,14 @@ Cluster load_cluster(const std::string& path) {
         100000) {
       r.fail(group.Mark(), "more than 100000 devices");
     }
+    if (static_cast<std::int64_t>(c.num_nics) + std::int64_t{count} * nics > 1000000) {
+      r.fail(group.Mark(), "more than 1000000 NICs");
+    }
     for (int n = 0; n < count; ++n, ++node_index) {
       for (int k = 0; k < per_node; ++k) {
         c.gpus.push_back(gpu);
         c.node.push_back(node_index);
-        c.nic.push_back(c.num_nics + k * nics / per_node);
+        c.nic.push_back(c.num_nics + static_cast<int>(std::int64_t{k} * nics / per_node));
         c.time_factor.push_back(1.0);
       }
       c.num_nics += nics;
@@ -244,6 +251,8 @@ Cluster load_cluster(const std::string& path) {
   return c;
 }
 
+}  // namespace
+
 std::vector<int> place(const Cluster& c, int pp, int dp) {
   const std::string where =
       c.path + ": line " + std::to_string(c.placement_line) + ": key 'placement': ";
@@ -310,6 +319,22 @@ sim::Network build_network(const Cluster& c, const std::vector<int>& placement) 
     }
   }
   return net;
+}
+
+Cluster load_cluster(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    throw InvalidArgument(path + ": is a directory, expected a cluster file (YAML)");
+  }
+  try {
+    return read_cluster(path);
+  } catch (const YAML::Exception& e) {
+    // A value of the wrong type that no check above caught.
+    if (e.mark.is_null()) throw InvalidArgument(path + ": " + e.msg);
+    Reader(path).fail(e.mark, e.msg);
+  } catch (const std::ios_base::failure& e) {
+    throw InvalidArgument(path + ": cannot read the cluster file (" + e.what() + ")");
+  }
 }
 
 }  // namespace bubblesim::models

@@ -2,6 +2,8 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <filesystem>
+#include <ios>
 #include <numeric>
 #include <set>
 
@@ -11,7 +13,8 @@ namespace bubblesim::models {
 
 std::vector<int> split_layers(const TransformerConfig& model, int p) {
   if (!model.stage_layers.empty()) {
-    const int sum = std::accumulate(model.stage_layers.begin(), model.stage_layers.end(), 0);
+    const std::int64_t sum =
+        std::accumulate(model.stage_layers.begin(), model.stage_layers.end(), std::int64_t{0});
     if (static_cast<int>(model.stage_layers.size()) != p || sum != model.layers) {
       throw InvalidArgument("model '" + model.name + "': stage_layers has " +
                             std::to_string(model.stage_layers.size()) + " entries summing to " +
@@ -77,6 +80,9 @@ namespace {
   throw InvalidArgument(path + ": line " + std::to_string(mark.line + 1) + ": " + what);
 }
 
+// Bounds keep every product of the cost model's integers (layers + 2, a split's sum) in range.
+constexpr int kMaxModelNumber = 1 << 24;
+
 int positive_int(const std::string& path, const YAML::Node& root, const char* key,
                  bool required = true, int fallback = 0) {
   const YAML::Node node = root[key];
@@ -86,17 +92,19 @@ int positive_int(const std::string& path, const YAML::Node& root, const char* ke
   }
   try {
     const int value = node.as<int>();
-    if (value >= 1) return value;
+    if (value >= 1 && value <= kMaxModelNumber) return value;
   } catch (const YAML::Exception&) {
   }
   fail(path, node.Mark(),
-       std::string("key '") + key + "': expected a whole number >= 1, got '" + YAML::Dump(node) +
-           "'");
+       std::string("key '") + key + "': expected a whole number from 1 to " +
+           std::to_string(kMaxModelNumber) + ", got '" + YAML::Dump(node) + "'");
 }
 
 }  // namespace
 
-TransformerConfig load_transformer(const std::string& path) {
+namespace {
+
+TransformerConfig read_transformer(const std::string& path) {
   YAML::Node root;
   try {
     root = YAML::LoadFile(path);
@@ -118,6 +126,10 @@ TransformerConfig load_transformer(const std::string& path) {
     }
   }
   TransformerConfig m;
+  if (root["name"] && !root["name"].IsScalar()) {
+    fail(path, root["name"].Mark(),
+         "key 'name': expected a name, got '" + YAML::Dump(root["name"]) + "'");
+  }
   m.name = root["name"] ? root["name"].as<std::string>() : path;
   m.layers = positive_int(path, root, "layers");
   m.hidden = positive_int(path, root, "hidden");
@@ -134,9 +146,10 @@ TransformerConfig load_transformer(const std::string& path) {
       } catch (const YAML::Exception&) {
         n = -1;
       }
-      if (n < 1) {
+      if (n < 1 || n > kMaxModelNumber) {
         fail(path, item.Mark(),
-             "key 'stage_layers': expected whole numbers >= 1, got '" + YAML::Dump(item) + "'");
+             "key 'stage_layers': expected whole numbers from 1 to " +
+                 std::to_string(kMaxModelNumber) + ", got '" + YAML::Dump(item) + "'");
       }
       m.stage_layers.push_back(n);
     }
@@ -146,6 +159,24 @@ TransformerConfig load_transformer(const std::string& path) {
          "key 'heads': must divide hidden = " + std::to_string(m.hidden));
   }
   return m;
+}
+
+}  // namespace
+
+TransformerConfig load_transformer(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    throw InvalidArgument(path + ": is a directory, expected a model file (YAML)");
+  }
+  try {
+    return read_transformer(path);
+  } catch (const YAML::Exception& e) {
+    // A value of the wrong type (a list where a name belongs...).
+    if (e.mark.is_null()) throw InvalidArgument(path + ": " + e.msg);
+    fail(path, e.mark, e.msg);
+  } catch (const std::ios_base::failure& e) {
+    throw InvalidArgument(path + ": cannot read the model file (" + e.what() + ")");
+  }
 }
 
 }  // namespace bubblesim::models

@@ -188,7 +188,7 @@ class Run {
     Device& dev = devices_[d];
     const Op* ops = dev.next;
     if (!kPlain && dev.paired) [[unlikely]] {
-      const TimeNs end = start + costs_.overlapped_ns(ops[0], ops[1], static_cast<int>(d));
+      const TimeNs end = add_time(start, costs_.overlapped_ns(ops[0], ops[1], static_cast<int>(d)));
       dev.timings->push_back(OpTiming{start, end});
       dev.timings->push_back(OpTiming{start, end});
       if constexpr (kWatched) {
@@ -202,7 +202,7 @@ class Run {
       prepare_next_step(dev, d, ops + 2);
       return end;
     }
-    const TimeNs end = start + costs_.duration_ns(ops[0], static_cast<int>(d));
+    const TimeNs end = add_time(start, costs_.duration_ns(ops[0], static_cast<int>(d)));
     dev.timings->push_back(OpTiming{start, end});
     if constexpr (kWatched) {
       report_start(dev, d, 0, start, end);
@@ -342,7 +342,7 @@ class Run {
         continue;
       }
       const TimeNs hop = costs_.transfer_ns(device, dst);
-      const TimeNs arrival = end_ns + hop;
+      const TimeNs arrival = add_time(end_ns, hop);
       if constexpr (kWatched) {
         const TransferEvent event{op, device, dst, end_ns, arrival};
         for (EngineObserver* o : observers_)

@@ -51,7 +51,15 @@ TimeNs Network::uncontended_ns(int src, int dst, double bytes) const {
 
 TimeNs data_time_ns(double bytes, double bytes_per_ns) {
   if (bytes <= 0 || std::isinf(bytes_per_ns)) return 0;
-  return static_cast<TimeNs>(std::ceil(bytes / bytes_per_ns - 1e-6));
+  const double ns = std::ceil(bytes / bytes_per_ns - 1e-6);
+  // Beyond int64 the cast would wrap (to a free transfer); beyond the longest op time the link
+  // is surely mistyped.
+  if (!(ns <= static_cast<double>(kMaxDurationNs))) {
+    throw InvalidArgument("a transfer of " + format_number(bytes) + " bytes at " +
+                          format_number(bytes_per_ns) +
+                          " GB/s would take more than 1e9 ms; check the links' bandwidth");
+  }
+  return static_cast<TimeNs>(ns);
 }
 
 }  // namespace bubblesim::sim

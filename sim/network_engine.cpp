@@ -116,8 +116,9 @@ class NetworkRun {
     for (int k = 0; k < n; ++k)
       if (ready_ns_[slots_(ops[dev.next + static_cast<std::size_t>(k)])] > now) return;
     const int device = static_cast<int>(d);
-    const TimeNs end = now + (pair ? costs_.overlapped_ns(ops[dev.next], ops[dev.next + 1], device)
-                                   : costs_.duration_ns(ops[dev.next], device));
+    const TimeNs end =
+        add_time(now, pair ? costs_.overlapped_ns(ops[dev.next], ops[dev.next + 1], device)
+                           : costs_.duration_ns(ops[dev.next], device));
     for (int k = 0; k < n; ++k) {
       timeline_.device_ops[d].push_back(OpTiming{now, end});
       const OpEvent event{ops[dev.next + static_cast<std::size_t>(k)],

@@ -11,6 +11,18 @@ TimeNs ms_to_ns(double ms) {
   return static_cast<TimeNs>(std::llround(ms * 1e6));
 }
 
+TimeNs derived_ms_to_ns(double ms, const std::string& what) {
+  if (!(std::isfinite(ms) && ms >= 0 && ms <= 1e9)) {
+    throw InvalidArgument(what + ": a time of " + format_number(ms) +
+                          " ms is out of range (expected 0 to 1e9 ms)");
+  }
+  return ms_to_ns(ms);
+}
+
+void throw_time_overflow() {
+  throw Error("the simulated time exceeds 2^63 ns (292 years): the ops' times are too long");
+}
+
 double ns_to_ms(TimeNs ns) {
   return static_cast<double>(ns) / 1e6;
 }

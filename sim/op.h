@@ -18,6 +18,21 @@ using TimeNs = std::int64_t;
 // Converts a time in milliseconds (the unit of every user-facing input) to nanoseconds,
 // rounding to the nearest nanosecond. Precondition: 0 <= ms <= 1e9.
 TimeNs ms_to_ns(double ms);
+// The longest time of one op or transfer: 1e9 ms (11.6 days), in ns.
+inline constexpr TimeNs kMaxDurationNs = 1'000'000'000'000'000;
+[[noreturn]] void throw_time_overflow();
+// ms_to_ns for a time derived from user input (a model's FLOPs, a speed factor): outside
+// [0, 1e9] ms (or not finite) throws InvalidArgument "WHAT: ... out of range" instead of
+// failing an internal check.
+TimeNs derived_ms_to_ns(double ms, const std::string& what);
+// t + d for simulated times; throws Error when the sum leaves int64's range (a run of very
+// many very long ops), instead of wrapping.
+inline TimeNs add_time(TimeNs t, TimeNs d) {
+  TimeNs sum = 0;
+  if (__builtin_add_overflow(t, d, &sum)) [[unlikely]]
+    throw_time_overflow();
+  return sum;
+}
 double ns_to_ms(TimeNs ns);
 
 enum class OpKind : std::uint8_t { F, B, W, BW };

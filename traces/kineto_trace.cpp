@@ -14,6 +14,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
@@ -26,6 +27,13 @@
 namespace bubblesim::traces {
 
 namespace {
+
+// Deeper JSON is refused (a Chrome trace nests 4 levels): the handler stops the recursive parser
+// there, so its recursion is bounded (the iterative parser trips UBSan inside RapidJSON).
+constexpr int kMaxJsonDepth = 64;
+// The longest event taken: the simulator's largest op time (1e9 ms). Sums of many stay far
+// from int64's range.
+constexpr sim::TimeNs kMaxDurationNs = 1'000'000'000'000'000;
 
 using sim::TimeNs;
 
@@ -335,7 +343,7 @@ class Handler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Handler> 
   bool found_events() const { return events_level_ != 0; }
 
   bool StartObject() {
-    ++level_;
+    if (++level_ > kMaxJsonDepth) return too_deep();
     if (in_events_ && level_ == events_level_ + 1) {
       event_ = Event{};
       event_.name.swap(name_buffer_);  // keeps the capacity
@@ -366,7 +374,7 @@ class Handler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Handler> 
   }
 
   bool StartArray() {
-    ++level_;
+    if (++level_ > kMaxJsonDepth) return too_deep();
     if (level_ == 1) {  // a bare array of events
       top_is_array_ = true;
       events_level_ = 1;
@@ -537,6 +545,11 @@ class Handler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Handler> 
     return false;
   }
 
+  bool too_deep() {
+    return fail("objects and arrays nested more than " + std::to_string(kMaxJsonDepth) +
+                " deep (a Chrome trace needs 4)");
+  }
+
   // A scalar value: only its key's field may take it.
   bool scalar() {
     if (expecting_events_) return fail("\"traceEvents\" must be an array of events");
@@ -565,7 +578,16 @@ class Handler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Handler> 
       return fail("event " + std::to_string(event_index_ - 1) + " ('" + e.name.substr(0, 80) +
                   "') has no \"ts\" or no \"dur\"");
     }
-    const TimeNs start = *e.ts_ns, end = *e.ts_ns + *e.dur_ns;
+    if (*e.dur_ns < 0 || *e.dur_ns > kMaxDurationNs) {
+      return fail("event " + std::to_string(event_index_ - 1) + " ('" + e.name.substr(0, 80) +
+                  "') has a \"dur\" out of range (expected 0 to 1e12 us)");
+    }
+    TimeNs end = 0;
+    if (__builtin_add_overflow(*e.ts_ns, *e.dur_ns, &end)) {
+      return fail("event " + std::to_string(event_index_ - 1) + " ('" + e.name.substr(0, 80) +
+                  "') ends after the largest time bubblesim represents (\"ts\" + \"dur\")");
+    }
+    const TimeNs start = *e.ts_ns;
     switch (e.category) {
       case Category::Kernel:
       case Category::Memcpy:
@@ -619,6 +641,13 @@ class Handler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Handler> 
         if (!pass) {
           return fail("bubblesim op " + e.name + " has pass '" + e.pass +
                       "' (expected F, B, W or BW)");
+        }
+        for (const std::int64_t n : {e.stage, e.microbatch, e.chunk}) {
+          if (n < kNoNumber || n > kMaxLabelNumber) {
+            return fail("bubblesim op " + e.name + " has a stage, microbatch or chunk of " +
+                        std::to_string(n) + " (expected 0 to " + std::to_string(kMaxLabelNumber) +
+                        ")");
+          }
         }
         const RangeLabel label{*pass, static_cast<std::int32_t>(e.stage),
                                static_cast<std::int32_t>(e.microbatch),
@@ -727,6 +756,11 @@ void read_trace(const std::string& path, const RangeLabeller& labeller, const st
   }
 }
 
+TimeNs saturating_add(TimeNs a, TimeNs b) {
+  TimeNs sum = 0;
+  return __builtin_add_overflow(a, b, &sum) ? std::numeric_limits<TimeNs>::max() : sum;
+}
+
 // Attributes the records of trace `trace` and adds them to `profile`.
 void add_trace(TraceRecords& r, std::int32_t trace, Profile& profile) {
   std::sort(r.launches.begin(), r.launches.end(),
@@ -748,7 +782,7 @@ void add_trace(TraceRecords& r, std::int32_t trace, Profile& profile) {
     }
     s.gpu_start_ns = std::min(s.gpu_start_ns, op.start_ns);
     s.gpu_end_ns = std::max(s.gpu_end_ns, op.start_ns + op.dur_ns);
-    s.kernel_ns += op.dur_ns;
+    s.kernel_ns = saturating_add(s.kernel_ns, op.dur_ns);
     ++s.gpu_ops;
   };
 
@@ -867,7 +901,7 @@ void add_trace(TraceRecords& r, std::int32_t trace, Profile& profile) {
       case GpuOpType::Kernel:
       case GpuOpType::Nccl:
         ++profile.kernels;
-        profile.total_kernel_ns += op.dur_ns;
+        profile.total_kernel_ns = saturating_add(profile.total_kernel_ns, op.dur_ns);
         ++kernels_per_device[op.device];
         break;
     }
@@ -875,7 +909,7 @@ void add_trace(TraceRecords& r, std::int32_t trace, Profile& profile) {
   }
   for (const PassSample& s : r.direct) {
     ++profile.kernels;
-    profile.total_kernel_ns += s.kernel_ns;
+    profile.total_kernel_ns = saturating_add(profile.total_kernel_ns, s.kernel_ns);
     ++kernels_per_device[static_cast<std::int32_t>(s.process)];
   }
   for (const auto& [device, kernels] : kernels_per_device) {
@@ -901,6 +935,19 @@ Profile import_kineto_traces(const std::vector<std::string>& paths, const RangeL
     TraceRecords records;
     read_trace(paths[i], labeller, iteration, records);
     add_trace(records, static_cast<std::int32_t>(i), profile);
+  }
+  // Sums of many long events: what the simulator and the profile file take (1e15 ns each).
+  for (const PassSample& s : profile.passes) {
+    sim::TimeNs span_ns = 0;
+    if (s.kernel_ns > kMaxDurationNs ||
+        __builtin_sub_overflow(s.gpu_end_ns, s.gpu_start_ns, &span_ns) ||
+        span_ns > kMaxDurationNs) {
+      throw TraceFormatError(paths[static_cast<std::size_t>(s.trace)] +
+                             ": a labelled range holds more than 1e15 ns of GPU time");
+    }
+  }
+  if (profile.total_kernel_ns > kMaxDurationNs) {
+    throw TraceFormatError(paths.front() + ": the traces hold more than 1e15 ns of kernel time");
   }
   return profile;
 }

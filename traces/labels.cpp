@@ -1,8 +1,3 @@
-// GCC 12 warns about std::regex's own code at -O1 (a false positive, GCC bug 105562).
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-
 #include "traces/labels.h"
 
 #include <cctype>
@@ -95,8 +90,8 @@ RegexLabeller::RegexLabeller(const std::string& pattern) {
     translated += c;
   }
   try {
-    regex_ = std::regex(translated, std::regex::ECMAScript | std::regex::optimize);
-  } catch (const std::regex_error& e) {
+    regex_ = boost::regex(translated, boost::regex::perl);
+  } catch (const boost::regex_error& e) {
     throw InvalidArgument("option --label-regex: '" + pattern +
                           "' is not a valid regular "
                           "expression: " +
@@ -117,11 +112,18 @@ RegexLabeller::RegexLabeller(const std::string& pattern) {
 }
 
 std::optional<RangeLabel> RegexLabeller::label(std::string_view name) const {
-  std::match_results<std::string_view::const_iterator> m;
-  if (!std::regex_match(name.begin(), name.end(), m, regex_)) return std::nullopt;
   const auto fail = [&](const std::string& why) -> std::optional<RangeLabel> {
-    throw InvalidArgument("option --label-regex: range '" + std::string(name) + "' " + why);
+    throw InvalidArgument("option --label-regex: range '" + std::string(name.substr(0, 80)) +
+                          (name.size() > 80 ? "...'" : "'") + " " + why);
   };
+  boost::match_results<std::string_view::const_iterator> m;
+  try {
+    // Boost.Regex matches without recursion and gives up, throwing, when a match would take
+    // too long or too much memory: a long name cannot overflow the stack (std::regex recursed).
+    if (!boost::regex_match(name.begin(), name.end(), m, regex_)) return std::nullopt;
+  } catch (const std::runtime_error& e) {
+    return fail(std::string("cannot be matched: ") + e.what());
+  }
   const std::optional<sim::OpKind> pass = pass_of(m[pass_group_].str());
   if (!pass) return fail("has pass '" + m[pass_group_].str() + "' (expected F, B, I, W or BW)");
   RangeLabel label{*pass};

@@ -15,9 +15,9 @@
 //   that capturing group (counting unescaped "(" not followed by "?", outside [...]).
 #pragma once
 
+#include <boost/regex.hpp>
 #include <cstdint>
 #include <optional>
-#include <regex>
 #include <string>
 #include <string_view>
 
@@ -27,6 +27,8 @@
 namespace bubblesim::traces {
 
 inline constexpr std::int32_t kNoNumber = -1;
+// The largest stage, microbatch or chunk number a label may carry.
+inline constexpr std::int32_t kMaxLabelNumber = 1 << 30;
 
 struct RangeLabel {
   sim::OpKind pass = sim::OpKind::F;
@@ -60,7 +62,7 @@ class RegexLabeller final : public RangeLabeller {
   std::optional<RangeLabel> label(std::string_view name) const override;
 
  private:
-  std::regex regex_;
+  boost::regex regex_;
   int pass_group_ = 0;  // capturing-group numbers; 0: the pattern has no such group
   int stage_group_ = 0;
   int microbatch_group_ = 0;

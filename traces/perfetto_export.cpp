@@ -157,16 +157,14 @@ void write_events(JsonText& e, const sim::Schedule& schedule, const sim::Timelin
 
 }  // namespace
 
-void save_perfetto_trace(const std::string& path, const sim::Schedule& schedule,
+void save_perfetto_trace(sim::OutputFile& out, const sim::Schedule& schedule,
                          const sim::Timeline& timeline,
                          const std::vector<sim::TransferEvent>& transfers,
                          const sim::CostModel& costs) {
-  const std::string temporary = path + ".tmp";
   const auto fail = [&](const std::string& what) {
-    std::remove(temporary.c_str());
-    throw Error(path + ": cannot write the trace: " + what);
+    throw Error(out.path() + ": cannot write the trace: " + what);
   };
-  std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(temporary.c_str(), "wb"),
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(out.temporary().c_str(), "wb"),
                                                        &std::fclose);
   if (!file) fail(std::strerror(errno));
   JsonText text(file.get());
@@ -176,7 +174,15 @@ void save_perfetto_trace(const std::string& path, const sim::Schedule& schedule,
   text << "]}\n";
   const bool written = text.flush();
   if (std::fclose(file.release()) != 0 || !written) fail(std::strerror(errno));
-  if (std::rename(temporary.c_str(), path.c_str()) != 0) fail(std::strerror(errno));
+}
+
+void save_perfetto_trace(const std::string& path, const sim::Schedule& schedule,
+                         const sim::Timeline& timeline,
+                         const std::vector<sim::TransferEvent>& transfers,
+                         const sim::CostModel& costs) {
+  sim::OutputFile out(path);
+  save_perfetto_trace(out, schedule, timeline, transfers, costs);
+  out.commit();
 }
 
 }  // namespace bubblesim::traces

@@ -20,14 +20,21 @@
 
 #include "sim/cost_model.h"
 #include "sim/engine.h"
+#include "sim/output_file.h"
 #include "sim/schedule.h"
 
 namespace bubblesim::traces {
 
 // Writes the trace of `timeline` (the result of running `schedule` with `costs`, whose
-// transfers are `transfers`, from a sim::TransferLog) to `path`, through a temporary file renamed
-// into place: a failure never leaves a partial file. Throws Error when the file cannot be written.
+// transfers are `transfers`, from a sim::TransferLog) to `path` by the writer rule
+// (sim/output_file.h): a failure never leaves a partial file. Throws Error when the file cannot be
+// written.
 void save_perfetto_trace(const std::string& path, const sim::Schedule& schedule,
+                         const sim::Timeline& timeline,
+                         const std::vector<sim::TransferEvent>& transfers,
+                         const sim::CostModel& costs);
+// The same into `out`'s temporary; the caller commits it.
+void save_perfetto_trace(sim::OutputFile& out, const sim::Schedule& schedule,
                          const sim::Timeline& timeline,
                          const std::vector<sim::TransferEvent>& transfers,
                          const sim::CostModel& costs);

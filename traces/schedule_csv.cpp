@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <istream>
 #include <map>
@@ -108,6 +109,10 @@ Action parse_action(const std::string& token, const std::string& name, const Cel
 }
 
 constexpr std::string_view kPairSuffix = ")OVERLAP_F_B";
+
+// The largest schedule file read: 2^31 ops (sim's limit) at a few bytes each would be more, but
+// a file that large cannot be simulated in memory anyway.
+constexpr std::size_t kMaxScheduleFileBytes = std::size_t{1} << 30;
 
 // "(0F7;7B3)OVERLAP_F_B": a forward and a backward (I or B) run overlapped as one slot.
 std::pair<Op, Op> parse_pair(const std::string& token, const std::string& name, const Cell& cell,
@@ -235,9 +240,10 @@ ScheduleFile parse_with(std::istream& in, const std::string& name, CsvNaming nam
   ScheduleFile file;
   sim::Schedule& schedule = file.schedule;
   std::vector<Transfer> transfers, memory;
-  std::map<std::pair<int, int>, std::vector<Cell>> cells;  // (stage, mb, kind) -> where
+  std::map<std::pair<int, std::int64_t>, std::vector<Cell>> cells;  // (stage, mb, kind) -> where
   auto key = [](const Op& op) {
-    return std::make_pair(op.stage, op.microbatch * sim::kNumOpKinds + static_cast<int>(op.kind));
+    return std::make_pair(
+        op.stage, std::int64_t{op.microbatch} * sim::kNumOpKinds + static_cast<int>(op.kind));
   };
   std::map<int, Cell> stage_home;                    // stage -> first cell that runs it
   std::map<int, sim::StageRange> microbatch_stages;  // mb -> lowest and highest stage it runs
@@ -297,6 +303,11 @@ ScheduleFile parse_with(std::istream& in, const std::string& name, CsvNaming nam
     }
   }
   if (max_stage < 0) throw ScheduleFileError(name + ": the schedule has no actions");
+  // Trailing rows without actions (",,," from a spreadsheet export) are no ranks.
+  while (schedule.device_ops.size() > 1 && schedule.device_ops.back().empty()) {
+    schedule.device_ops.pop_back();
+    schedule.overlapped_pairs.pop_back();
+  }
   for (int s = 0; s <= max_stage; ++s) {
     if (stage_home.count(s) == 0) {
       throw ScheduleFileError(name + ": stage " + std::to_string(s) +
@@ -424,9 +435,33 @@ ScheduleFile parse_schedule_file(std::istream& in, const std::string& name, CsvN
 }
 
 ScheduleFile read_schedule_file(const std::string& path, CsvNaming naming) {
-  std::ifstream in(path);
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    throw ScheduleFileError(path + ": is a directory, expected a schedule file (CSV)");
+  }
+  std::ifstream in(path, std::ios::binary);
   if (!in) throw ScheduleFileError(path + ": cannot open the schedule file");
-  return parse_schedule_file(in, path, naming);
+  // Read whole but bounded: a device or pipe (/dev/zero) could otherwise feed one endless line.
+  std::string text;
+  std::vector<char> chunk(1 << 16);
+  while (in) {
+    in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
+    const auto got = static_cast<std::size_t>(in.gcount());
+    if (std::find(chunk.begin(), chunk.begin() + static_cast<std::ptrdiff_t>(got), '\0') !=
+        chunk.begin() + static_cast<std::ptrdiff_t>(got)) {
+      throw ScheduleFileError(path + ": byte " + std::to_string(text.size() + 1) +
+                              " and on: a NUL byte; expected a text (CSV) schedule file");
+    }
+    if (text.size() + got > kMaxScheduleFileBytes) {
+      throw ScheduleFileError(path + ": larger than " +
+                              std::to_string(kMaxScheduleFileBytes >> 20) +
+                              " MiB; expected a schedule file");
+    }
+    text.append(chunk.data(), got);
+  }
+  if (in.bad()) throw ScheduleFileError(path + ": cannot read the schedule file");
+  std::istringstream stream(std::move(text));
+  return parse_schedule_file(stream, path, naming);
 }
 
 void write_schedule_csv(std::ostream& out, const sim::Schedule& schedule, CsvFormat format) {
@@ -495,23 +530,19 @@ void write_schedule_csv(std::ostream& out, const sim::Schedule& schedule, CsvFor
   }
 }
 
-void save_schedule_csv(const std::string& path, const sim::Schedule& schedule, CsvFormat format) {
+void save_schedule_csv(sim::OutputFile& file, const sim::Schedule& schedule, CsvFormat format) {
   std::ostringstream text;
-  write_schedule_csv(text, schedule, format);  // may refuse the schedule: before creating any file
-  const std::string temporary = path + ".tmp";
-  {
-    std::ofstream out(temporary, std::ios::trunc);
-    out << text.str();
-    out.flush();
-    if (!out) {
-      std::remove(temporary.c_str());
-      throw Error(path + ": cannot write the schedule file");
-    }
-  }
-  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
-    std::remove(temporary.c_str());
-    throw Error(path + ": cannot write the schedule file");
-  }
+  write_schedule_csv(text, schedule, format);  // may refuse the schedule: before writing anything
+  std::ofstream out(file.temporary(), std::ios::trunc);
+  out << text.str();
+  out.flush();
+  if (!out) throw Error(file.path() + ": cannot write the schedule file");
+}
+
+void save_schedule_csv(const std::string& path, const sim::Schedule& schedule, CsvFormat format) {
+  sim::OutputFile file(path);
+  save_schedule_csv(file, schedule, format);
+  file.commit();
 }
 
 }  // namespace bubblesim::traces

@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "sim/error.h"
+#include "sim/output_file.h"
 #include "sim/schedule.h"
 
 namespace bubblesim::traces {
@@ -84,9 +85,12 @@ ScheduleFile read_schedule_file(const std::string& path, CsvNaming naming = CsvN
 // halves, as above).
 void write_schedule_csv(std::ostream& out, const sim::Schedule& schedule,
                         CsvFormat format = CsvFormat::Compute);
-// Writes to `path` through a temporary file renamed into place, so that a failure never
-// leaves a partial file. Throws Error when the schedule or the file cannot be written.
+// Writes to `path` by the writer rule (sim/output_file.h), so that a failure never leaves a
+// partial file. Throws Error when the schedule or the file cannot be written.
 void save_schedule_csv(const std::string& path, const sim::Schedule& schedule,
+                       CsvFormat format = CsvFormat::Compute);
+// Writes into `file`'s temporary; the caller commits it.
+void save_schedule_csv(sim::OutputFile& file, const sim::Schedule& schedule,
                        CsvFormat format = CsvFormat::Compute);
 
 }  // namespace bubblesim::traces

@@ -270,6 +270,11 @@ std::optional<AdviseSetup> prepare_advise(const std::vector<std::string>& args, 
     hw.gpus = vm["gpus"].as<int>();
     hw.link_bandwidth_gbps = vm["link-gbps"].as<double>();
     hw.link_latency_ms = vm["link-latency-ms"].as<double>();
+    // A slower link makes the smallest transfer take longer than a simulated time may.
+    if (!(hw.link_bandwidth_gbps >= 1e-6 && hw.link_bandwidth_gbps <= 1e9)) {
+      throw InvalidArgument("option --link-gbps: expected 1e-6 to 1e9 GB/s, got " +
+                            format_number(hw.link_bandwidth_gbps));
+    }
   }
   if (hw.gpus < 1 || hw.gpus > 65536) {
     throw InvalidArgument("option --gpus: expected 1 to 65536 GPUs, got " +

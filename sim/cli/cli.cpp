@@ -19,6 +19,7 @@
 #include "sim/cli/output.h"
 #include "sim/cost_model.h"
 #include "sim/exact/zb_ilp.h"
+#include "sim/output_file.h"
 #include "sim/replicas.h"
 #include "sim/schedules/builtin.h"
 #include "sim/simulation.h"
@@ -57,6 +58,9 @@ Run 'bubblesim COMMAND --help' for the options of a command. With no timing opti
 and compare use the zero-bubble paper's 1.5B model at p=8, m=24 (F 18.522, B 18.086, W 9.337,
 comm 0.601 ms).
 )";
+
+// Ops per second a Monte Carlo run simulates (measured: 1F1B, p = 2, m = 64, 20000 samples).
+constexpr double kMonteCarloOpsPerSecond = 2e7;
 
 // A bad-usage exit: the message is printed as one line.
 struct Usage {
@@ -296,14 +300,14 @@ MonteCarloSummary monte_carlo(const sim::Schedule& schedule, const RunInputs& in
   return {samples, seed, distribution(std::move(iteration_ms)), distribution(std::move(bubble))};
 }
 
-// Adds the runs' records to the --out file (all or none of them).
-void write_results(const RunInputs& in, std::span<RunSummary> runs,
+// Adds the runs' records to the --out file (all or none of them), into `file`'s temporary.
+void write_results(sim::OutputFile& file, const RunInputs& in, std::span<RunSummary> runs,
                    const std::string& command_line) {
   std::vector<analysis::RunRecord> records;
   for (RunSummary& run : runs)
     records.push_back(std::move(*run.record));
   try {
-    analysis::write_runs(in.out, records, {BUBBLESIM_VERSION, command_line}, in.overwrite);
+    analysis::write_runs(file, records, {BUBBLESIM_VERSION, command_line}, in.overwrite);
   } catch (const analysis::RunExistsError& e) {
     throw analysis::RunExistsError(std::string(e.what()) +
                                    " (give --overwrite to replace it, or --run-name)");
@@ -404,7 +408,9 @@ int cmd_simulate(const std::vector<std::string>& args, const std::string& comman
     ("samples", po::value<int>()->default_value(0),
      "with --profile: also run N times, each op's duration drawn from its stage's samples, and "
      "report the mean, p50, p90 and p99 of the iteration time and bubble rate")
-    ("seed", po::value<std::uint64_t>()->default_value(1),
+    ("allow-long", po::bool_switch(),
+     "run --samples requests estimated to take more than an hour (refused otherwise)")
+    ("seed", po::value<std::string>()->default_value("1"),
      "seed of the --samples generator (std::mt19937_64): the same seed gives the same results");
   // clang-format on
   add_run_options(desc);
@@ -449,6 +455,11 @@ int cmd_simulate(const std::vector<std::string>& args, const std::string& comman
         "option --mem-limit-sweep: takes -s NAME and cannot be combined with --mem-limit, "
         "--exact, --write-schedule, --trace-json, --schedule-file, --out or --samples");
   }
+  if (!vm["mem-limit"].defaulted() && vm.count("schedule-file") != 0) {
+    throw InvalidArgument(
+        "option --mem-limit: applies to the schedules built under a limit (zb-auto, zb-v, "
+        "v-half, v-min), not to a --schedule-file");
+  }
   if (exact && vm.count("schedule-file") != 0) {
     throw InvalidArgument(
         "option --exact: improves a generated schedule (-s zb-1p, zb-2p, zb-auto, zb-v, "
@@ -489,6 +500,24 @@ int cmd_simulate(const std::vector<std::string>& args, const std::string& comman
       naming_name == "legacy" ? traces::CsvNaming::Legacy : traces::CsvNaming::Current;
   const traces::CsvFormat format =
       format_name == "comms" ? traces::CsvFormat::Comms : traces::CsvFormat::Compute;
+  // The outputs, checked before anything is simulated and committed together at the end: a
+  // failure leaves none of them behind (sim/output_file.h).
+  std::optional<sim::OutputFile> schedule_file, trace_file, results_file;
+  if (vm.count("write-schedule") != 0)
+    schedule_file.emplace(vm["write-schedule"].as<std::string>());
+  if (vm.count("trace-json") != 0) trace_file.emplace(vm["trace-json"].as<std::string>());
+  if (vm.count("out") != 0 && !vm["out"].as<std::string>().empty()) {
+    results_file.emplace(vm["out"].as<std::string>());
+  }
+  if (schedule_file && trace_file) {
+    sim::check_distinct_outputs(*schedule_file, "--write-schedule", *trace_file, "--trace-json");
+  }
+  if (schedule_file && results_file) {
+    sim::check_distinct_outputs(*schedule_file, "--write-schedule", *results_file, "--out");
+  }
+  if (trace_file && results_file) {
+    sim::check_distinct_outputs(*trace_file, "--trace-json", *results_file, "--out");
+  }
   RunInputs in;
   sim::Schedule schedule;
   RunSummary run;
@@ -539,13 +568,24 @@ int cmd_simulate(const std::vector<std::string>& args, const std::string& comman
         "--cluster, --dp or --optimizer-sync");
   }
   if (samples > 0) {
+    // An hour's worth of runs is refused unless asked for: the estimate is the ops simulated
+    // times a rate measured on the engine (2e7 ops per second on one core, 1F1B, p = 2, m = 64).
+    std::size_t ops = 0;
+    for (const auto& device : schedule.device_ops)
+      ops += device.size();
+    const double hours = static_cast<double>(ops) * samples / kMonteCarloOpsPerSecond / 3600;
+    if (hours > 1 && !vm["allow-long"].as<bool>()) {
+      throw InvalidArgument(fmt::format(
+          "option --samples: {} runs of {} ops would take about {:.1f} hours (at about {:.0e} "
+          "ops per second); give fewer --samples, or --allow-long to run them anyway",
+          samples, ops, hours, kMonteCarloOpsPerSecond));
+    }
     run.monte_carlo =
-        monte_carlo(schedule, in, run.params.chunks, samples, vm["seed"].as<std::uint64_t>());
+        monte_carlo(schedule, in, run.params.chunks, samples,
+                    parse_whole_number("--seed", vm["seed"].as<std::string>(), 0, UINT64_MAX));
   }
-  if (vm.count("write-schedule") != 0) {
-    traces::save_schedule_csv(vm["write-schedule"].as<std::string>(), schedule, format);
-  }
-  if (vm.count("trace-json") != 0) {
+  if (schedule_file) traces::save_schedule_csv(*schedule_file, schedule, format);
+  if (trace_file) {
     // Run again with an observer for the transfers: the plain run needs none, and is faster.
     const sim::PerDeviceCostModel costs(in.replicated ? in.replica_costs : in.device_costs,
                                         run.params.chunks);
@@ -556,10 +596,12 @@ int cmd_simulate(const std::vector<std::string>& args, const std::string& comman
     sim::TransferLog transfers;
     engine.add_observer(transfers);
     const sim::Timeline timeline = engine.run();
-    traces::save_perfetto_trace(vm["trace-json"].as<std::string>(), schedule, timeline,
-                                transfers.transfers(), costs);
+    traces::save_perfetto_trace(*trace_file, schedule, timeline, transfers.transfers(), costs);
   }
-  if (!in.out.empty()) write_results(in, std::span(&run, 1), command_line);
+  if (!in.out.empty()) write_results(*results_file, in, std::span(&run, 1), command_line);
+  for (std::optional<sim::OutputFile>* file : {&schedule_file, &trace_file, &results_file}) {
+    if (*file) (*file)->commit();
+  }
   if (in.json) {
     write_json(out, run);
   } else {
@@ -604,7 +646,11 @@ int cmd_compare(const std::vector<std::string>& args, const std::string& command
     }
   }
   if (runs.empty()) throw InvalidArgument("no schedule can run with these parameters");
-  if (!in.out.empty()) write_results(in, runs, command_line);
+  if (!in.out.empty()) {
+    sim::OutputFile file(in.out);
+    write_results(file, in, runs, command_line);
+    file.commit();
+  }
   if (in.json) {
     write_json(out, runs);
   } else {
@@ -647,6 +693,13 @@ int cmd_import(const std::vector<std::string>& args, const std::string& command_
   if (vm["summary"].as<bool>() && vm["json"].as<bool>()) {
     throw Usage{"give --summary or --json, not both"};
   }
+  std::optional<sim::OutputFile> profile_file;  // checked before the traces are read
+  if (vm.count("out") != 0) {
+    if (vm["out"].as<std::string>().empty()) {
+      throw InvalidArgument("option --out: expected a file name");
+    }
+    profile_file.emplace(vm["out"].as<std::string>());
+  }
   std::unique_ptr<traces::RangeLabeller> labeller;
   if (vm.count("label-regex") != 0) {
     labeller = std::make_unique<traces::RegexLabeller>(vm["label-regex"].as<std::string>());
@@ -662,10 +715,9 @@ int cmd_import(const std::vector<std::string>& args, const std::string& command_
   // The executed order first: it is what refuses (no complete iteration to write).
   std::ostringstream executed;
   write_executed_summary(executed, profile, write_schedule);
-  if (vm.count("out") != 0) {
-    const std::string path = vm["out"].as<std::string>();
-    if (path.empty()) throw InvalidArgument("option --out: expected a file name");
-    analysis::write_profile(path, profile, {BUBBLESIM_VERSION, command_line});
+  if (profile_file) {
+    analysis::write_profile(*profile_file, profile, {BUBBLESIM_VERSION, command_line});
+    profile_file->commit();
   }
   if (vm["json"].as<bool>()) {
     write_profile_json(out, profile);
@@ -788,7 +840,8 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   } catch (const Usage& e) {
     err << who << ": error: " << e.message << '\n';
   } catch (const po::error& e) {
-    err << who << ": error: " << one_line(e.what()) << " (see '" << who << " --help')\n";
+    err << who << ": error: " << one_line(program_options_message(e, args)) << " (see '" << who
+        << " --help')\n";
   } catch (const Error& e) {
     err << who << ": error: " << one_line(e.what()) << '\n';
   } catch (const std::exception& e) {

@@ -1,7 +1,9 @@
 #include "sim/cli/options.h"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <limits>
@@ -52,7 +54,9 @@ void apply_model(const po::variables_map& vm, RunInputs& in, std::vector<sim::Ti
   }
   const std::vector<models::StageEstimate> stages = models::estimate_stages(model, in.params.pp);
   auto time = [&](double flops) {
-    return sim::ms_to_ns(models::flops_to_ms(flops, gpu, efficiency));
+    return sim::derived_ms_to_ns(models::flops_to_ms(flops, gpu, efficiency),
+                                 "--model " + vm["model"].as<std::string>() + " on " + gpu.name +
+                                     " at efficiency " + format_number(efficiency));
   };
   for (std::size_t d = 0; d < stages.size(); ++d) {
     if (vm["f"].defaulted()) f[d] = time(stages[d].f_flops);
@@ -144,6 +148,32 @@ void apply_profile(const po::variables_map& vm, RunInputs& in, const traces::Pro
                     split_stages, split_note);
   }
   in.default_example = false;
+}
+
+// --max-memory: refuses a run whose estimate (estimated_run_bytes) exceeds the limit, before
+// anything big is built.
+void check_memory_estimate(const po::variables_map& vm, const RunInputs& in) {
+  double limit = default_max_memory_bytes();
+  std::string source = "80% of this machine's memory";
+  if (vm.count("max-memory") != 0) {
+    const double gb = vm["max-memory"].as<double>();
+    if (!(gb > 0 && gb <= 1e9)) {
+      throw InvalidArgument("option --max-memory: expected GB > 0, got " + format_number(gb));
+    }
+    limit = gb * 1e9;
+    source = "--max-memory";
+  }
+  const int dp = std::clamp(vm["dp"].as<int>(), 1, 4096);  // checked with its message later
+  const double need = estimated_run_bytes(in.params, in.chunks_given, dp, vm.count("out") != 0);
+  if (need > limit) {
+    const double ops =
+        need / (kSimulationBytesPerOp + (vm.count("out") != 0 ? kRecordBytesPerOp : 0));
+    throw InvalidArgument(fmt::format(
+        "option --max-memory: this run needs about {:.4g} GB ({:.0f} ops at about {:.0f} bytes "
+        "each), more than the limit of {:.4g} GB ({}); give a larger --max-memory or fewer "
+        "devices or microbatches",
+        need / 1e9, ops, need / ops, limit / 1e9, source));
+  }
 }
 
 // --cluster, --dp, --allreduce, --optimizer-sync: the logical devices' costs, the network and
@@ -261,8 +291,12 @@ void apply_cluster(const po::variables_map& vm, RunInputs& in, bool from_file) {
     sim::DeviceCosts c = in.device_costs[d];
     const double factor = reference.dense_bf16_tflops / gpus[l].dense_bf16_tflops * time_factor[l];
     if (factor != 1.0) {
-      for (sim::TimeNs* t : {&c.f_ns, &c.b_ns, &c.w_ns})
-        *t = static_cast<sim::TimeNs>(std::llround(static_cast<double>(*t) * factor));
+      for (sim::TimeNs* t : {&c.f_ns, &c.b_ns, &c.w_ns}) {
+        *t = sim::derived_ms_to_ns(sim::ns_to_ms(*t) * factor,
+                                   (has_cluster ? "--cluster " + in.cluster_path : "--gpu") +
+                                       ": device " + std::to_string(l) + " (" + gpus[l].name +
+                                       ", time factor " + format_number(time_factor[l]) + ")");
+      }
     }
     c.comm_bytes = comm_bytes;
     in.replica_costs.push_back(c);
@@ -276,8 +310,9 @@ void apply_cluster(const po::variables_map& vm, RunInputs& in, bool from_file) {
     if (optimizer_ms >= 0) {
       step = sim::ms_to_ns(optimizer_ms);
     } else if (model) {
-      step = sim::ms_to_ns(in.parameters[d] * models::kAdamStepBytesPerParameter /
-                           (gpus[l].memory_bandwidth_gbps * 1e9) * 1e3 * time_factor[l]);
+      step = sim::derived_ms_to_ns(in.parameters[d] * models::kAdamStepBytesPerParameter /
+                                       (gpus[l].memory_bandwidth_gbps * 1e9) * 1e3 * time_factor[l],
+                                   "the optimizer step of device " + std::to_string(l));
     }
     in.iteration.optimizer_ns.push_back(step);
   }
@@ -411,6 +446,9 @@ void add_run_options(po::options_description& desc) {
     ("calibration", po::value<std::string>(),
      "CAL.yaml from 'bubblesim calibrate': its op overheads, p2p mode and efficiency apply "
      "where --op-overhead, --p2p and --efficiency are not given")
+    ("max-memory", po::value<double>(),
+     "GB a run may take (estimated from its ops before anything is built; default 80% of the "
+     "machine's memory): a larger run is refused at once")
     ("json", po::bool_switch(), "print the summary as JSON instead of a table")
     ("out", po::value<std::string>(),
      "also add the runs (every op, transfer and memory change) to this HDF5 results file, "
@@ -473,7 +511,8 @@ RunInputs read_run_inputs(const po::variables_map& vm, const sim::Schedule* from
     // microbatch runs per device (stages per device, or half of them with two directions).
     const int devices = from_file->num_devices();
     if (from_file->num_stages() % devices != 0 || from_file->route_stages() % devices != 0) {
-      throw InvalidArgument("the schedule file's " + std::to_string(from_file->num_stages()) +
+      throw InvalidArgument(vm["schedule-file"].as<std::string>() + ": the schedule file's " +
+                            std::to_string(from_file->num_stages()) +
                             " stages are not spread evenly over its " + std::to_string(devices) +
                             " ranks, so --f/--b/--w cannot be split into chunks");
     }
@@ -491,7 +530,10 @@ RunInputs read_run_inputs(const po::variables_map& vm, const sim::Schedule* from
     if (in.out.empty()) throw InvalidArgument("option --out: expected a file name");
   }
   in.overwrite = vm["overwrite"].as<bool>();
-  if (vm.count("run-name") != 0) in.run_name = vm["run-name"].as<std::string>();
+  if (vm.count("run-name") != 0) {
+    in.run_name = vm["run-name"].as<std::string>();
+    if (in.run_name.empty()) throw InvalidArgument("option --run-name: expected a non-empty name");
+  }
   if (in.out.empty() && (in.overwrite || vm.count("run-name") != 0)) {
     throw InvalidArgument("options --run-name and --overwrite apply only with --out FILE.h5");
   }
@@ -516,6 +558,7 @@ RunInputs read_run_inputs(const po::variables_map& vm, const sim::Schedule* from
     }
   }
   sim::require_pipeline(in.params);
+  check_memory_estimate(vm, in);
 
   const int p = in.params.pp;
   auto f = parse_time_list("--f", vm["f"].as<std::string>(), p);
@@ -526,9 +569,11 @@ RunInputs read_run_inputs(const po::variables_map& vm, const sim::Schedule* from
   const double m_w = non_negative(vm, "m-w");
   in.params.improve = !vm["no-improve"].as<bool>();
   in.mem_limit = vm["mem-limit"].as<double>();
-  if (std::isnan(in.mem_limit) || in.mem_limit < 0) {
-    throw InvalidArgument("option --mem-limit: expected a number >= 0 or inf, got " +
-                          std::to_string(in.mem_limit));
+  in.mem_limit_given = !vm["mem-limit"].defaulted();
+  // 0 stands for the default (p*M_B) inside; given explicitly it is a mistake, not a request.
+  if (std::isnan(in.mem_limit) || in.mem_limit < 0 || (in.mem_limit_given && in.mem_limit == 0)) {
+    throw InvalidArgument("option --mem-limit: expected a number > 0 or inf, got " +
+                          format_number(in.mem_limit) + " (leave it out for the default, p*M_B)");
   }
   if (vm["paper-evaluator"].as<bool>()) in.input_rule = sim::InputRule::PaperEvaluator;
   const double overlap = vm["overlap-efficiency"].as<double>();
@@ -656,10 +701,53 @@ std::vector<double> parse_sweep(const std::string& option, const std::string& te
   return values;
 }
 
+double estimated_run_bytes(const sim::ScheduleParams& params, bool chunks_given, int dp,
+                           bool record) {
+  const int chunks = chunks_given ? params.chunks : std::max(params.chunks, 2);
+  const double ops = 3.0 * params.pp * chunks * static_cast<double>(params.microbatches) * dp;
+  return ops * (kSimulationBytesPerOp + (record ? kRecordBytesPerOp : 0));
+}
+
+double default_max_memory_bytes() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES);
+  const long page = ::sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page <= 0) return 16e9;
+  return 0.8 * static_cast<double>(pages) * static_cast<double>(page);
+}
+
+std::string program_options_message(const std::exception& e, const std::vector<std::string>& args) {
+  const bool placeholder = std::any_of(args.begin(), args.end(), [](const std::string& a) {
+    return a.find('%') != std::string::npos;
+  });
+  if (!placeholder) return e.what();
+  // Boost substitutes the token for %original_token% (and the like) until none is left: a token
+  // holding a placeholder never ends. Such errors are told without Boost's text.
+  const auto* named = dynamic_cast<const po::error_with_option_name*>(&e);
+  return (named != nullptr ? "option '" + named->get_option_name() + "'" : std::string("options")) +
+         ": not an option this command takes, or a value it cannot take";
+}
+
+std::uint64_t parse_whole_number(const std::string& option, const std::string& text,
+                                 std::uint64_t min, std::uint64_t max) {
+  std::uint64_t value = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || error != std::errc() || end != text.data() + text.size() || value < min ||
+      value > max) {
+    throw InvalidArgument("option " + option + ": expected a whole number from " +
+                          std::to_string(min) + " to " + std::to_string(max) + ", got '" + text +
+                          "'");
+  }
+  return value;
+}
+
 sim::ScheduleParams params_for(const RunInputs& in, const sim::ScheduleGenerator& generator,
                                bool only_where_taken) {
   sim::ScheduleParams params = in.params;
   params.mem_limit = in.mem_limit;
+  if (in.mem_limit_given && !generator.takes_mem_limit() && !only_where_taken) {
+    throw InvalidArgument("option --mem-limit: schedule '" + std::string(generator.name()) +
+                          "' does not take a memory limit (zb-auto, zb-v, v-half and v-min do)");
+  }
   const bool apply = in.chunks_given && (generator.takes_chunks_option() || !only_where_taken);
   if (!apply) params.chunks = generator.default_chunks();
   return params;

@@ -23,7 +23,8 @@ namespace bubblesim::cli {
 struct RunInputs {
   sim::ScheduleParams params;  // chunks: the -v given, see chunks_given
   bool chunks_given = false;
-  double mem_limit = 0;  // --mem-limit, unit of --m-b; 0: each schedule's default
+  bool mem_limit_given = false;  // --mem-limit was given (a schedule that takes none refuses it)
+  double mem_limit = 0;          // --mem-limit, unit of --m-b; 0: each schedule's default
   std::vector<sim::DeviceCosts> device_costs;  // one per device
   bool json = false;
   bool default_example = false;  // p, m and all times left at the embedded example's values
@@ -96,6 +97,30 @@ struct DefaultExample {
 // --optimizer-ms, --comm-bytes, --grad-bytes, --json, --out, --run-name and --overwrite to `desc`.
 void add_run_options(boost::program_options::options_description& desc);
 
+// `text` as a whole number from `min` to `max` (decimal digits only: "-1" is refused rather than
+// wrapped, as Boost.Program_options would for an unsigned type); else InvalidArgument naming
+// `option`.
+std::uint64_t parse_whole_number(const std::string& option, const std::string& text,
+                                 std::uint64_t min, std::uint64_t max);
+
+// The memory a run is estimated to need, before anything is built: an upper bound of its ops
+// (3 p v m dp; v taken as at least 2 where not given, the V schedules' default) times what the
+// schedule, graph, engine and timeline hold per op, plus the results record's per op with
+// --out (`record`). Measured on 1F1B, ZB-H1 and ZB-auto at p = 64, m = 8192: 38 to 54 bytes
+// per op simulated, 170 with the record.
+inline constexpr double kSimulationBytesPerOp = 64;
+inline constexpr double kRecordBytesPerOp = 160;
+double estimated_run_bytes(const sim::ScheduleParams& params, bool chunks_given, int dp,
+                           bool record);
+// The --max-memory default: 80% of the machine's physical memory, in bytes.
+double default_max_memory_bytes();
+
+// The message of an error of Boost.Program_options raised parsing `args`, safely: its what()
+// loops forever when the offending token itself holds a placeholder such as "%original_token%"
+// (found by fuzzing), so when an argument holds a '%', a message of ours naming the option is
+// given instead.
+std::string program_options_message(const std::exception& e, const std::vector<std::string>& args);
+
 // Reads and checks the options added by add_run_options. With `from_file`, p, m and v are the
 // file's (devices, microbatches, and the stages a microbatch runs per device: stages per device,
 // or half of them in a bidirectional schedule); -p/-m/-v given must agree with them.
@@ -103,7 +128,8 @@ RunInputs read_run_inputs(const boost::program_options::variables_map& vm,
                           const sim::Schedule* from_file = nullptr);
 
 // The parameters one schedule runs with: the -v given, else the schedule's own default. With
-// `only_where_taken` (compare), a -v given applies only to schedules that take chunks.
+// `only_where_taken` (compare, sweep), a -v or --mem-limit given applies only to schedules that
+// take it; without, a --mem-limit given to a schedule that takes none is an InvalidArgument.
 sim::ScheduleParams params_for(const RunInputs& in, const sim::ScheduleGenerator& generator,
                                bool only_where_taken);
 

@@ -4,10 +4,12 @@
 #include <fmt/ostream.h>
 
 #include <boost/program_options.hpp>
+#include <optional>
 
 #include "analysis/report.h"
 #include "analysis/report_render.h"
 #include "sim/cli/commands.h"
+#include "sim/cli/options.h"
 
 namespace bubblesim::cli {
 
@@ -26,7 +28,7 @@ int cmd_report(const std::vector<std::string>& args, std::ostream& out) {
     ("svg", po::value<std::string>(),
      "also write the pictures as standalone SVG files into this folder (created if missing)")
     ("transfers", po::bool_switch(), "draw the transfers between devices on the timelines")
-    ("max-boxes", po::value<std::size_t>()->default_value(analysis::kDefaultMaxBoxes),
+    ("max-boxes", po::value<std::string>()->default_value(std::to_string(analysis::kDefaultMaxBoxes)),
      "a run with more ops than this is drawn aggregated (1 px columns coloured by the kind "
      "busy longest); its memory curves likewise beyond this many changes per device");
   // clang-format on
@@ -43,19 +45,19 @@ int cmd_report(const std::vector<std::string>& args, std::ostream& out) {
   if (vm.count("file") == 0) throw InvalidArgument("give a results file (see --help)");
   analysis::RenderOptions options;
   options.transfers = vm["transfers"].as<bool>();
-  options.max_boxes = vm["max-boxes"].as<std::size_t>();
-  if (options.max_boxes < 1) throw InvalidArgument("option --max-boxes: expected at least 1");
+  options.max_boxes = static_cast<std::size_t>(
+      parse_whole_number("--max-boxes", vm["max-boxes"].as<std::string>(), 1, 1'000'000'000));
   for (const char* name : {"html", "svg"}) {
     if (vm.count(name) != 0 && vm[name].as<std::string>().empty()) {
       throw InvalidArgument(std::string("option --") + name + ": expected a file name");
     }
   }
+  std::optional<sim::OutputFile> html;  // committed once everything else succeeded
+  if (vm.count("html") != 0) html.emplace(vm["html"].as<std::string>());
   const analysis::ReportData data = analysis::load_report(vm["file"].as<std::string>());
-  if (vm.count("html") != 0) {
-    analysis::write_file_atomically(vm["html"].as<std::string>(),
-                                    analysis::report_html(data, options));
-  }
+  if (html) analysis::write_text_file(*html, analysis::report_html(data, options));
   if (vm.count("svg") != 0) analysis::write_svg_files(vm["svg"].as<std::string>(), data, options);
+  if (html) html->commit();
   if (vm["json"].as<bool>()) {
     analysis::write_report_json(out, data);
   } else {

@@ -13,8 +13,11 @@
 #include <atomic>
 #include <boost/program_options.hpp>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <limits>
+#include <map>
 #include <optional>
 #include <sstream>
 #include <unordered_map>
@@ -44,6 +47,10 @@ using Clock = std::chrono::steady_clock;
 // seconds to write).
 constexpr double kWriteEverySeconds = 5;
 constexpr double kWriteCostFactor = 20;
+
+// A resumed table whose rows' indices no longer match the study is matched by key up to this
+// many configurations (beyond, --restart).
+constexpr std::size_t kMaxKeyedResume = 2'000'000;
 
 // The table's inputs of a configuration as the study gives them, for a row whose run failed
 // before its inputs were read.
@@ -87,6 +94,9 @@ po::variables_map configuration_options(const analysis::StudyConfiguration& c,
   std::vector<std::string> args;
   for (const analysis::StudySetting& s : c.settings) {
     if (s.key == "schedule") continue;
+    // In a study, mem-limit 0 names the schedule's default (an axis [0, inf]: default or none);
+    // the option itself refuses an explicit 0.
+    if (s.key == "mem-limit" && std::strtod(s.value.c_str(), nullptr) == 0) continue;
     args.push_back("--" + s.key);
     args.push_back(s.value);
   }
@@ -142,7 +152,10 @@ analysis::SweepRow simulate_configuration(const analysis::StudyConfiguration& c,
     row.status = "ok";
   } catch (const std::exception& e) {
     row.status = "error";
-    std::string what = e.what();
+    std::vector<std::string> values;
+    for (const analysis::StudySetting& s : c.settings)
+      values.push_back(s.value);
+    std::string what = program_options_message(e, values);
     std::replace(what.begin(), what.end(), '\n', ' ');
     row.error = what;
   }
@@ -151,13 +164,14 @@ analysis::SweepRow simulate_configuration(const analysis::StudyConfiguration& c,
 
 // The `count` completed rows with the shortest iteration (ties: the earlier row), simulated
 // again with their records, as runs "sweep-best-1", "sweep-best-2", ... of the results file.
-std::vector<analysis::RunRecord> best_runs(
-    const std::vector<std::optional<analysis::SweepRow>>& rows, const analysis::Study& study,
-    std::size_t count, const po::options_description& run_options,
-    const sim::ScheduleRegistry& registry, const std::string& command_line) {
+std::vector<analysis::RunRecord> best_runs(const std::map<std::size_t, analysis::SweepRow>& rows,
+                                           const analysis::Study& study, std::size_t count,
+                                           const po::options_description& run_options,
+                                           const sim::ScheduleRegistry& registry,
+                                           const std::string& command_line) {
   std::vector<const analysis::SweepRow*> ok;
-  for (const std::optional<analysis::SweepRow>& row : rows) {
-    if (row && row->status == "ok") ok.push_back(&*row);
+  for (const auto& [i, row] : rows) {
+    if (row.status == "ok") ok.push_back(&row);
   }
   count = std::min(count, ok.size());
   std::partial_sort(ok.begin(), ok.begin() + static_cast<std::ptrdiff_t>(count), ok.end(),
@@ -168,8 +182,8 @@ std::vector<analysis::RunRecord> best_runs(
                     });
   std::vector<analysis::RunRecord> records;
   for (std::size_t k = 0; k < count; ++k) {
-    const analysis::StudyConfiguration& c =
-        study.configurations[static_cast<std::size_t>(ok[k]->index)];
+    const analysis::StudyConfiguration c =
+        study.configuration(static_cast<std::size_t>(ok[k]->index));
     const RunInputs in = read_run_inputs(configuration_options(c, run_options));
     RunSummary run =
         simulate_settings(c, in, registry, "sweep-best-" + std::to_string(k + 1), command_line);
@@ -345,13 +359,14 @@ std::optional<SweepSetup> prepare_sweep(const std::vector<std::string>& args, st
     const std::string cal = vm["calibration"].as<std::string>();
     (void)analysis::load_calibration(cal);  // checked before anything runs
     const std::string absolute = std::filesystem::absolute(cal).lexically_normal().string();
-    for (analysis::StudyConfiguration& c : setup.study.configurations) {
-      // "calibration" is the last of the canonical keys: appending keeps their order.
-      if (c.find("calibration") == nullptr) c.settings.push_back({"calibration", absolute, 0});
-    }
+    // As a fixed setting: a configuration or axis that names its own calibration overrides it.
+    const std::vector<std::string>& keys = analysis::study_keys();
+    const auto key = static_cast<std::size_t>(
+        std::find(keys.begin(), keys.end(), "calibration") - keys.begin());
+    BUBBLESIM_CHECK(key < keys.size(), "'calibration' is a study key");
+    setup.study.fixed.try_emplace(key, analysis::StudySetting{"calibration", absolute, 0});
   }
-  for (const analysis::StudyConfiguration& c : setup.study.configurations) {
-    const analysis::StudySetting& s = *c.find("schedule");
+  for (const analysis::StudySetting& s : setup.study.values_of("schedule")) {
     try {
       registry.get(s.value);
     } catch (const InvalidArgument& e) {
@@ -373,7 +388,7 @@ std::string simulate_batch(const std::vector<std::size_t>& items, const analysis
     tbb::parallel_for(tbb::blocked_range<std::size_t>(0, items.size()),
                       [&](const tbb::blocked_range<std::size_t>& range) {
                         for (std::size_t k = range.begin(); k != range.end(); ++k) {
-                          batch[k] = simulate_configuration(study.configurations[items[k]],
+                          batch[k] = simulate_configuration(study.configuration(items[k]),
                                                             static_cast<int>(items[k]), run_options,
                                                             registry);
                         }
@@ -414,7 +429,9 @@ int cmd_sweep(const std::vector<std::string>& args, const std::string& command_l
   // Rank 0 prepares everything before the workers start; if anything fails they are told to
   // end, and the one error line comes from here.
   std::optional<SweepSetup> prepared;
-  std::vector<std::optional<analysis::SweepRow>> rows;
+  // Configurations are built when simulated (analysis::Study), and only the rows present are
+  // held: --limit N costs N configurations however large the study.
+  std::map<std::size_t, analysis::SweepRow> rows;
   std::vector<std::size_t> pending;
   std::size_t in_shard = 0, done_before = 0;
   bool stopped_by_limit = false;
@@ -425,58 +442,73 @@ int cmd_sweep(const std::vector<std::string>& args, const std::string& command_l
       return 0;
     }
     const SweepSetup& s = *prepared;
-    const std::size_t total = s.study.configurations.size();
-    std::unordered_map<std::string, std::size_t> index_of;
-    for (std::size_t i = 0; i < total; ++i)
-      index_of.emplace(s.study.configurations[i].key(), i);
-
-    rows.resize(total);
+    const std::size_t total = s.study.size();
     std::error_code ec;
     if (std::filesystem::exists(s.out_path, ec)) {
       const analysis::ResultsReader reader(s.out_path);
       if (!s.restart && reader.has_sweep_table()) {
+        // A row is found by its stored index; by its key where the study's order changed (a
+        // key map of every configuration, so only for studies of a size that allows it).
+        std::optional<std::unordered_map<std::string, std::size_t>> index_of;
         for (analysis::SweepRow& row : reader.read_sweep_table()) {
-          const auto it = index_of.find(row.key);
-          if (it == index_of.end()) {
+          std::optional<std::size_t> at;
+          if (row.index >= 0 && static_cast<std::size_t>(row.index) < total &&
+              s.study.configuration(static_cast<std::size_t>(row.index)).key() == row.key) {
+            at = static_cast<std::size_t>(row.index);
+          } else if (total <= kMaxKeyedResume) {
+            if (!index_of) {
+              index_of.emplace();
+              for (std::size_t i = 0; i < total; ++i)
+                index_of->emplace(s.study.configuration(i).key(), i);
+            }
+            const auto it = index_of->find(row.key);
+            if (it != index_of->end()) at = it->second;
+          }
+          if (!at) {
             throw InvalidArgument(s.out_path + ": its sweep table has a row of another study ('" +
                                   row.key + "'); give --restart to replace the table");
           }
-          row.index = static_cast<std::int32_t>(it->second);
-          if (!rows[it->second] && s.shard.has(it->second)) ++done_before;
-          rows[it->second] = std::move(row);
+          row.index = static_cast<std::int32_t>(*at);
+          if (rows.count(*at) == 0 && s.shard.has(*at)) ++done_before;
+          rows[*at] = std::move(row);
         }
       }
     }
+    // The configurations to simulate now: those of the shard not in the table, in order, at
+    // most --limit (only their numbers are listed).
+    const std::size_t cap =
+        s.limit ? static_cast<std::size_t>(*s.limit) : std::numeric_limits<std::size_t>::max();
     for (std::size_t i = 0; i < total; ++i) {
       if (!s.shard.has(i)) continue;
       ++in_shard;
-      if (!rows[i]) pending.push_back(i);
-    }
-    if (s.limit && static_cast<std::size_t>(*s.limit) < pending.size()) {
-      pending.resize(static_cast<std::size_t>(*s.limit));
-      stopped_by_limit = true;
+      if (rows.count(i) != 0) continue;
+      if (pending.size() < cap) {
+        pending.push_back(i);
+      } else {
+        stopped_by_limit = true;
+      }
     }
   } catch (...) {
     if (distributed) quit_workers(*ranks, 0);  // the job's status is rank 0's (spread.h)
     throw;
   }
   const SweepSetup& setup = *prepared;
-  const std::size_t total = setup.study.configurations.size();
+  const std::size_t total = setup.study.size();
 
   const analysis::WriterInfo writer{BUBBLESIM_VERSION, command_line};
   const analysis::SweepInfo info{setup.fingerprint, static_cast<std::int32_t>(total), setup.shard.k,
                                  setup.shard.n};
   const auto write = [&] {
     std::vector<analysis::SweepRow> table;
-    for (const std::optional<analysis::SweepRow>& row : rows) {
-      if (row) table.push_back(*row);
-    }
+    table.reserve(rows.size());
+    for (const auto& [i, row] : rows)
+      table.push_back(row);
     analysis::write_sweep_table(setup.out_path, table, writer, info);
   };
   const auto count_present = [&] {
     std::size_t present = 0;
-    for (std::size_t i = 0; i < total; ++i)
-      present += rows[i].has_value() && setup.shard.has(i);
+    for (const auto& [i, row] : rows)
+      present += setup.shard.has(i);
     return present;
   };
 
@@ -506,17 +538,20 @@ int cmd_sweep(const std::vector<std::string>& args, const std::string& command_l
     for (std::size_t from = 0; from < pending.size(); from += batch) {
       if ((stop_signal = StopSignals::stop_signal()) != 0) break;
       const std::size_t to = std::min(pending.size(), from + batch);
+      std::vector<analysis::SweepRow> simulated(to - from);
       arena.execute([&] {
         tbb::parallel_for(tbb::blocked_range<std::size_t>(from, to),
                           [&](const tbb::blocked_range<std::size_t>& range) {
                             for (std::size_t k = range.begin(); k != range.end(); ++k) {
                               const std::size_t i = pending[k];
-                              rows[i] = simulate_configuration(setup.study.configurations[i],
-                                                               static_cast<int>(i), run_options,
-                                                               registry);
+                              simulated[k - from] = simulate_configuration(
+                                  setup.study.configuration(i), static_cast<int>(i), run_options,
+                                  registry);
                             }
                           });
       });
+      for (std::size_t k = from; k < to; ++k)
+        rows[pending[k]] = std::move(simulated[k - from]);
       done_now = to;
       progress.update(done_now);
       write_now_and_then();
@@ -587,8 +622,8 @@ int cmd_sweep(const std::vector<std::string>& args, const std::string& command_l
   write();
 
   std::size_t failed = 0;
-  for (std::size_t i = 0; i < total; ++i)
-    failed += rows[i] && setup.shard.has(i) && rows[i]->status != "ok";
+  for (const auto& [i, row] : rows)
+    failed += setup.shard.has(i) && row.status != "ok";
   const std::size_t present = count_present();
   // Under mpirun a signal tears down the forwarding of standard output before the ranks end:
   // the summary of a stopped job goes to standard error, flushed at once.

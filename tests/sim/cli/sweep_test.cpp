@@ -361,10 +361,10 @@ axes:
   m: [8, 16]
 )");
   const analysis::Study s = analysis::load_study(study);
-  ASSERT_EQ(s.configurations.size(), 4u);
-  EXPECT_EQ(s.configurations[3].key(),
+  ASSERT_EQ(s.size(), 4u);
+  EXPECT_EQ(s.configuration(3).key(),
             "schedule=zb-v pp=2 microbatches=16 chunks=2 f=2 b=2 w=1 comm=0 mem-limit=inf");
-  EXPECT_EQ(s.configurations[3].find("microbatches")->line, 6);
+  EXPECT_EQ(s.configuration(3).find("microbatches")->line, 6);
   const std::string out = path("c.h5");
   ASSERT_EQ(run_cli({"sweep", study, "--out", out, "--progress", "none"}).status, 0);
   const std::vector<analysis::SweepRow> rows = analysis::ResultsReader(out).read_sweep_table();

@@ -1,0 +1,25 @@
+// Reading HDF5 files from outside without letting libhdf5 take the process down.
+//
+// libhdf5 trusts the bytes of a file: a corrupted one can make it loop forever, crash or ask
+// for hundreds of GB (docs/robustness.md). Before bubblesim opens an existing HDF5 file, a child
+// process reads every object of it (each group, each attribute, each dataset, values included)
+// under a time limit that grows with the file's size; only a file the child read cleanly is
+// opened by the process itself. What is read is then checked against its own dimensions by the
+// readers (results_file.cpp, profile_file.cpp).
+//
+// Not protected: a file that changes between the check and the read, and damage that libhdf5
+// reads without complaint (wrong values of the right type: the readers' range checks catch
+// those they use).
+#pragma once
+
+#include <string>
+
+namespace bubblesim::analysis::hdf5 {
+
+// "" when every object of the HDF5 file at `path` reads cleanly in a child process; else why
+// not ("libhdf5 crashed reading it", "reading it took longer than 2.0 s", ...), to follow
+// "PATH: ". With the environment variable BUBBLESIM_HDF5_GUARD=0 the check is skipped (the
+// fuzz targets run the readers in-process).
+std::string damaged_file_problem(const std::string& path);
+
+}  // namespace bubblesim::analysis::hdf5

@@ -1,0 +1,27 @@
+// Shared by the libFuzzer targets (tests/fuzz/*_fuzz.cpp, built with -DBUBBLESIM_FUZZ=ON): the
+// fuzzer's bytes as a file, for readers that take a path.
+#pragma once
+
+#include <unistd.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <string>
+
+namespace bubblesim::fuzz {
+
+// Writes `data` to a file of this process (same name every call, ending in `suffix`) and
+// returns its path.
+inline std::string as_file(const std::uint8_t* data, std::size_t size, const char* suffix) {
+  const char* tmp = std::getenv("TMPDIR");
+  const std::string path = std::string(tmp != nullptr ? tmp : "/tmp") + "/bubblesim-fuzz-" +
+                           std::to_string(::getpid()) + suffix;
+  std::FILE* file = std::fopen(path.c_str(), "wb");
+  if (file == nullptr) std::abort();
+  if (size > 0 && std::fwrite(data, 1, size, file) != size) std::abort();
+  std::fclose(file);
+  return path;
+}
+
+}  // namespace bubblesim::fuzz
