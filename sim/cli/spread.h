@@ -109,7 +109,7 @@ int run_worker(Ranks& ranks, std::ostream& err, const char* who, const Prepare& 
     if (error.empty()) error = "cannot prepare the work";
   }
   std::optional<tbb::task_arena> arena;
-  if (setup) arena.emplace(setup->jobs == 0 ? tbb::task_arena::automatic : setup->jobs);
+  if (setup) arena.emplace(setup->jobs == 0 ? int{tbb::task_arena::automatic} : setup->jobs);
   const double timeout_s = setup ? setup->rank_timeout_s : 600;
   try {
     const int status = report_ready(ranks, error, setup ? setup->fingerprint : "",
