@@ -113,14 +113,21 @@ int read_everything(const std::string& path, std::uintmax_t file_bytes) {
 }  // namespace
 
 std::string damaged_file_problem(const std::string& path) {
-  const char* guard = std::getenv("BUBBLESIM_HDF5_GUARD");
-  if (guard != nullptr && std::strcmp(guard, "0") == 0) return "";
+  // BUBBLESIM_HDF5_GUARD: "0" turns the guard off; a positive number of seconds replaces the
+  // base of its time limit (5 s).
+  double base_s = 5.0;
+  if (const char* guard = std::getenv("BUBBLESIM_HDF5_GUARD"); guard != nullptr) {
+    if (std::strcmp(guard, "0") == 0) return "";
+    const double seconds = std::strtod(guard, nullptr);
+    if (seconds > 0 && seconds < 1e6) base_s = seconds;
+  }
   std::error_code ec;
   const std::uintmax_t bytes = std::filesystem::file_size(path, ec);
   if (ec) return "";  // the reader names what is wrong with the path
   // Reading a sound file takes milliseconds per MB; the limit only has to catch endless loops.
-  // 2 MB/s is far below any build's reading rate, sanitizer builds on busy machines included.
-  const double limit_s = 1.0 + static_cast<double>(bytes) / 2e6;
+  // 5 s + 2 MB/s is far below any build's reading rate, sanitizer builds on busy machines
+  // included (1 s was not: a sanitizer build under load took it for a hang).
+  const double limit_s = base_s + static_cast<double>(bytes) / 2e6;
   const pid_t child = ::fork();
   if (child < 0) return "";  // cannot check: read as before
   if (child == 0) {

@@ -93,7 +93,7 @@ void start(FakeJob& job, std::vector<std::unique_ptr<FakeJob::Rank>>& ranks, Wor
   for (int r = 0; r < n; ++r)
     ranks.push_back(std::make_unique<FakeJob::Rank>(job, r));
   for (int r = 1; r < n; ++r) {
-    workers.threads.emplace_back([&, r, fingerprint, f] {
+    workers.threads.emplace_back([&, r, failing, fingerprint, f] {
       Ranks& me = *ranks[static_cast<std::size_t>(r)];
       try {
         const int status = report_ready(me, r == failing ? "cannot read m.yaml" : "",
