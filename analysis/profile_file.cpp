@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <mutex>
 #include <optional>
 
 #include "analysis/hdf5_io.h"
@@ -160,6 +161,11 @@ void write_profile(const std::string& path, const traces::Profile& profile,
 }
 
 traces::Profile read_profile(const std::string& path) {
+  // Sweeps read profiles from several threads at once, and Debian's libhdf5 is the serial
+  // (not thread-safe) build: one read at a time. Without it the HDF5 guard's fork could also
+  // copy another thread's half-done libhdf5 state into its child, which then hangs.
+  static std::mutex one_at_a_time;
+  const std::lock_guard<std::mutex> lock(one_at_a_time);
   const QuietHdf5 quiet;
   const Where at = profile_at(path);
   const Handle file = open_bubblesim_file(at, kProfileFormat, kProfileFormatVersion, "profile",

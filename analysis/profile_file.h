@@ -39,6 +39,7 @@ void write_profile(const std::string& path, const traces::Profile& profile,
 void write_profile(sim::OutputFile& out, const traces::Profile& profile, const WriterInfo& writer);
 
 // Reads the profile file at `path`. Throws ProfileFileError naming the file and what is wrong.
+// Safe to call from several threads (the reads take turns: libhdf5 is not thread-safe).
 traces::Profile read_profile(const std::string& path);
 
 }  // namespace bubblesim::analysis
