@@ -529,19 +529,37 @@ class VBlock {
 
   // The block with period `period_ns` (its ops' start times), or false when a W finds no
   // room in its device's cycle.
-  bool lay_out(TimeNs period_ns) {
+  // With `late_forwards`, the forwards are laid out from the top of the V down instead, each
+  // as late as the next one allows: the activations live shorter (less memory per period).
+  bool lay_out(TimeNs period_ns, bool late_forwards = false) {
     period_ns_ = period_ns;
     const std::vector<int> device = v_placement(p_);
     busy_.assign(static_cast<std::size_t>(p_), {});
     block_.clear();
     const int stages = 2 * p_;
     TimeNs ready = 0;
-    for (int s = 0; s < stages; ++s) {  // the forwards, up the V
-      const StageCosts& c = costs_[static_cast<std::size_t>(s)];
-      const std::optional<TimeNs> at = place(device[static_cast<std::size_t>(s)], ready, c.f_ns);
-      if (!at) return false;
-      block_.push_back({Op{OpKind::F, s, s < p_ ? 0 : 1, 0}, *at});
-      ready = *at + c.f_ns + c.f_out_ns;
+    if (late_forwards) {
+      TimeNs next_start = 0;
+      for (int s = stages - 1; s >= 0; --s) {  // the forwards, down from the top of the V
+        const StageCosts& c = costs_[static_cast<std::size_t>(s)];
+        const TimeNs latest_end = s == stages - 1 ? c.f_ns : next_start - c.f_out_ns;
+        const std::optional<TimeNs> at =
+            place_latest(device[static_cast<std::size_t>(s)], latest_end, c.f_ns);
+        if (!at) return false;
+        block_.push_back({Op{OpKind::F, s, s < p_ ? 0 : 1, 0}, *at});
+        next_start = *at;
+      }
+      std::reverse(block_.begin(), block_.end());
+      const StageCosts& top = costs_[static_cast<std::size_t>(stages - 1)];
+      ready = block_.back().second + top.f_ns + top.f_out_ns;
+    } else {
+      for (int s = 0; s < stages; ++s) {  // the forwards, up the V
+        const StageCosts& c = costs_[static_cast<std::size_t>(s)];
+        const std::optional<TimeNs> at = place(device[static_cast<std::size_t>(s)], ready, c.f_ns);
+        if (!at) return false;
+        block_.push_back({Op{OpKind::F, s, s < p_ ? 0 : 1, 0}, *at});
+        ready = *at + c.f_ns + c.f_out_ns;
+      }
     }
     std::vector<TimeNs> b_end(static_cast<std::size_t>(stages));
     for (int s = stages - 1; s >= 0; --s) {  // the backwards, down it
@@ -559,6 +577,12 @@ class VBlock {
       if (!at) return false;
       block_.push_back({Op{OpKind::W, s, s < p_ ? 0 : 1, 0}, *at});
     }
+    // Start times from 0 (the late forwards start before it): a common shift keeps the order.
+    TimeNs first = kNever;
+    for (const auto& entry : block_)
+      first = std::min(first, entry.second);
+    for (auto& entry : block_)
+      entry.second -= first;
     return true;
   }
 
@@ -659,6 +683,31 @@ class VBlock {
     return best;
   }
 
+  // The latest start with [start, start + duration) ending by latest_end_ns and free in the
+  // device's cycle; marks it busy.
+  std::optional<TimeNs> place_latest(int d, TimeNs latest_end_ns, TimeNs duration_ns) {
+    auto& busy = busy_[static_cast<std::size_t>(d)];
+    const TimeNs period = period_ns_;
+    auto mod = [period](TimeNs t) { return ((t % period) + period) % period; };
+    auto free_at = [&](TimeNs t) {
+      for (const auto& [from, length] : busy) {
+        const TimeNs x = mod(t - from);
+        if (x < length || x + duration_ns > period) return false;
+      }
+      return true;
+    };
+    const TimeNs latest = latest_end_ns - duration_ns;
+    std::optional<TimeNs> best;
+    auto consider = [&](TimeNs t) {
+      if ((!best || t > *best) && free_at(t)) best = t;
+    };
+    consider(latest);
+    for (const auto& [from, length] : busy)
+      consider(latest - mod(latest + duration_ns - from));
+    if (best) busy.emplace_back(mod(*best), duration_ns);
+    return best;
+  }
+
   int p_;
   const std::vector<StageCosts>& costs_;
   TimeNs period_ns_ = 1;
@@ -666,13 +715,19 @@ class VBlock {
   std::vector<std::pair<Op, TimeNs>> block_;                  // op and start time
 };
 
-// The best repeated building block within the memory limit, over periods from the shortest to
-// twice it (the shortest periods that fit first, a few of them timed by the engine), with its
-// largest device span; nothing when no period fits.
-std::optional<std::pair<Schedule, TimeNs>> best_v_block(int p, int m,
-                                                        const std::vector<StageCosts>& costs,
-                                                        const std::vector<double>& limit,
-                                                        const CostModel& model) {
+// Ops the engine may simulate justifying each candidate: 30 runs at 2,000 ops, none at
+// p = 32, m = 256 (49k ops).
+constexpr std::size_t kJustifyOps = 120'000'000;
+
+// A schedule and its largest device span.
+using Timed = std::pair<Schedule, TimeNs>;
+
+// Repeated building blocks within the memory limit: the best of the blocks laid out from the
+// real costs, over periods from the shortest to twice it, and the best of the blocks of unit
+// costs over whole units of period (the shortest periods that fit first, a few of each timed
+// by the engine). Either may be missing when no period fits.
+std::vector<Timed> v_blocks(int p, int m, const std::vector<StageCosts>& costs,
+                            const std::vector<double>& limit, const CostModel& model) {
   constexpr int kSteps = 32;  // periods tried: T0 (1 + j / kSteps), j = 0..kSteps
   // Periods that fit, timed by the engine: 3, or 1 for large pipelines (p = 32, m = 256).
   constexpr std::size_t kTimedOps = 60'000;
@@ -680,17 +735,60 @@ std::optional<std::pair<Schedule, TimeNs>> best_v_block(int p, int m,
   const int timed_max = ops > kTimedOps ? 1 : 3;
   VBlock block(p, costs);
   const TimeNs t0 = block.min_period_ns();
-  std::optional<std::pair<Schedule, TimeNs>> best;
+  std::vector<Timed> out;
+  std::optional<Timed> best;
   int timed = 0;
-  for (int j = 0; j <= kSteps && timed < timed_max; ++j) {
-    if (!block.lay_out(t0 + t0 * j / kSteps)) continue;
-    if (!block.within(m, limit)) continue;
-    Schedule schedule = block.repeat(m);
+  auto time = [&](const VBlock& laid) {
+    Schedule schedule = laid.repeat(m);
     const TimeNs span = Engine(schedule, model).run().max_span_ns();
     ++timed;
     if (!best || span < best->second) best.emplace(std::move(schedule), span);
+  };
+  auto keep_best = [&] {
+    if (best) out.push_back(std::move(*best));
+    best.reset();
+  };
+  for (int j = 0; j <= kSteps && timed < timed_max; ++j) {
+    if (block.lay_out(t0 + t0 * j / kSteps) && block.within(m, limit)) time(block);
   }
-  return best;
+  keep_best();
+  // The block of unit costs (every op one unit, free transfers; the real memory): the
+  // paper's, whose order keeps its shape when the real costs time it. Whole units of period.
+  constexpr TimeNs kUnitNs = 1000;
+  std::vector<StageCosts> unit = costs;
+  for (StageCosts& c : unit) {
+    c.f_ns = c.b_ns = c.w_ns = kUnitNs;
+    c.f_out_ns = c.b_out_ns = 0;
+  }
+  VBlock unit_block(p, unit);
+  const TimeNs u0 = unit_block.min_period_ns();
+  for (int j = 0, found = 0; j <= 6 && found < timed_max; ++j) {
+    if (unit_block.lay_out(u0 + j * kUnitNs) && unit_block.within(m, limit)) {
+      time(unit_block);
+      ++found;
+    }
+  }
+  keep_best();
+  return out;
+}
+
+// The order the search finds when every op takes the same time and transfers are free (the
+// real memory deltas kept, so the order holds the limit), timed with the real costs: how the
+// controllable-memory paper builds V-Half and V-Min, a candidate beside the cost-aware ones.
+std::optional<Timed> unit_cost_order(int p, int m, const std::vector<StageCosts>& costs,
+                                     const std::vector<double>& limit, const CostModel& model) {
+  constexpr TimeNs kUnitNs = 1000;
+  std::vector<StageCosts> unit = costs;
+  for (StageCosts& c : unit) {
+    c.f_ns = c.b_ns = c.w_ns = kUnitNs;
+    c.f_out_ns = c.b_out_ns = 0;
+  }
+  VSearch search(p, m, unit, limit);
+  search.run();
+  if (!search.best()) return std::nullopt;
+  Schedule schedule = std::move(search.best_schedule());
+  const TimeNs span = Engine(schedule, model).run().max_span_ns();
+  return std::pair{std::move(schedule), span};
 }
 
 // The three V schedules differ in their default memory limit (in whole-stage M_B).
@@ -750,22 +848,48 @@ class VShape final : public ScheduleGenerator {
     const std::vector<StageCosts> stage_cost = stage_costs(v_placement(p), costs);
     VSearch search(p, m, stage_cost, limit);
     search.run();
-    std::optional<std::pair<Schedule, TimeNs>> block =
-        search.best() && search.best()->no_bubble ? std::nullopt
-                                                  : best_v_block(p, m, stage_cost, limit, costs);
-    if (block && (!search.best() || block->second < search.best()->max_span_ns)) {
-      search.best_schedule() = std::move(block->first);
-    } else if (!search.best()) {
+    std::vector<Timed> candidates;
+    if (search.best())
+      candidates.emplace_back(std::move(search.best_schedule()), search.best()->max_span_ns);
+    if (!search.best() || !search.best()->no_bubble) {
+      for (Timed& block : v_blocks(p, m, stage_cost, limit, costs))
+        candidates.push_back(std::move(block));
+      if (std::optional<Timed> order = unit_cost_order(p, m, stage_cost, limit, costs))
+        candidates.push_back(std::move(*order));
+    }
+    if (candidates.empty()) {
       throw InvalidArgument("schedule '" + std::string(name()) +
                             "': no schedule found within the memory limit " +
                             format_number(limit.front()) + "; try a limit closer to p*M_B");
     }
-    Schedule& schedule = search.best_schedule();
-    // The greedy timed and sized the schedule from the per-stage table. Checking the table
-    // against the cost model op by op keeps its timing the engine's and its peaks within the
-    // limit, at a fraction of the cost of running the engine again.
-    for (int d = 0; d < p; ++d) {
-      const auto i = static_cast<std::size_t>(d);
+    for (const Timed& candidate : candidates)
+      check(candidate.first, stage_cost, limit, costs);
+    // Each candidate justified (improve.h, without local moves: a few engine runs), as a
+    // block's order squeezed at its ends can beat a greedy's that was shorter before.
+    if (params.improve && candidates.size() > 1) {
+      const std::size_t budget = kJustifyOps / candidates.front().first.num_ops();
+      for (Timed& candidate : candidates) {
+        ImproveResult justified =
+            improve_schedule(candidate.first, costs, ImproveLimits{limit, budget, false});
+        if (justified.runs > 0) candidate = {std::move(justified.schedule), justified.after_ns};
+      }
+    }
+    Timed& best =
+        *std::min_element(candidates.begin(), candidates.end(),
+                          [](const Timed& a, const Timed& b) { return a.second < b.second; });
+    if (!params.improve) return std::move(best.first);
+    return improve_schedule(best.first, costs,
+                            ImproveLimits{limit, improve_budget_ops(best.first.num_ops())})
+        .schedule;
+  }
+
+  // The candidates were timed and sized from the per-stage table. Checking the table against
+  // the cost model op by op keeps their timing the engine's and their peaks within the limit,
+  // at a fraction of the cost of running the engine again.
+  static void check(const Schedule& schedule, const std::vector<StageCosts>& stage_cost,
+                    const std::vector<double>& limit, const CostModel& costs) {
+    for (std::size_t i = 0; i < schedule.device_ops.size(); ++i) {
+      const int d = static_cast<int>(i);
       double held = 0;
       for (const Op& op : schedule.device_ops[i]) {
         const StageCosts& c = stage_cost[static_cast<std::size_t>(op.stage)];
@@ -779,12 +903,6 @@ class VShape final : public ScheduleGenerator {
                         "the V greedy exceeded its memory limit on device " + std::to_string(d));
       }
     }
-    if (params.improve) {
-      return improve_schedule(schedule, costs,
-                              ImproveLimits{limit, improve_budget_ops(schedule.num_ops())})
-          .schedule;
-    }
-    return std::move(schedule);
   }
 
  private:
