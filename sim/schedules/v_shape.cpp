@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <bit>
+#include <cstdio>
+#include <cstdlib>
 #include <optional>
 
 #include "sim/cost_model.h"
@@ -28,10 +30,12 @@ struct Choices {
   bool lookahead = false;  // wait for the preferred op when it arrives before the other ends
   bool feed = false;       // between a startable F and B: the one whose next device is free first
   bool commit = false;     // a chunk-1 F or B whose input is known goes first, however late
+  bool tight_w = false;    // a pending W goes first while the memory has room for less than
+                           // two more F (it frees memory that the next F's will need)
 
   static constexpr int kNoCap = 1 << 30;
   // The five yes/no choices from the bits of `bits` (0 is the defaults above).
-  static constexpr int kCombinations = 512;
+  static constexpr int kCombinations = 1024;
   // The first five bits: the choices phase 2 varies per device (the later three are kept).
   static constexpr int kDeviceCombinations = 32;
   Choices with_rules_of(const Choices& other) const {
@@ -40,13 +44,14 @@ struct Choices {
     out.lookahead = other.lookahead;
     out.feed = other.feed;
     out.commit = other.commit;
+    out.tight_w = other.tight_w;
     return out;
   }
   static Choices from_bits(int bits, int cap) {
-    return Choices{(bits & 1) != 0,  (bits & 2) != 0,  (bits & 4) == 0,
-                   (bits & 8) == 0,  (bits & 16) != 0, cap,
-                   (bits & 32) != 0, (bits & 64) != 0, (bits & 128) != 0,
-                   (bits & 256) != 0};
+    return Choices{(bits & 1) != 0,   (bits & 2) != 0,  (bits & 4) == 0,
+                   (bits & 8) == 0,   (bits & 16) != 0, cap,
+                   (bits & 32) != 0,  (bits & 64) != 0, (bits & 128) != 0,
+                   (bits & 256) != 0, (bits & 512) != 0};
   }
   friend bool operator==(const Choices&, const Choices&) = default;
 };
@@ -203,6 +208,13 @@ class VGreedy {
       }
     }
 
+    const bool wl_pending = cl.w < cl.b, wh_pending = ch.w < ch.b;
+    if (choices.tight_w && (wl_pending || wh_pending) &&
+        held + 2 * std::max(kl.f_delta, kh.f_delta) > room) {
+      const int w_stage =
+          (choices.lower_stage_backward_first ? wl_pending : !wh_pending) ? low : high;
+      return Pick{free, OpKind::W, w_stage};
+    }
     bool forward_first = choices.forward_first;
     if (choices.feed && f.start_ns == free && b.start_ns == free) {
       forward_first = consumer_free(f) < consumer_free(b);
@@ -529,37 +541,26 @@ class VBlock {
 
   // The block with period `period_ns` (its ops' start times), or false when a W finds no
   // room in its device's cycle.
-  // With `late_forwards`, the forwards are laid out from the top of the V down instead, each
-  // as late as the next one allows: the activations live shorter (less memory per period).
-  bool lay_out(TimeNs period_ns, bool late_forwards = false) {
+  // Extra waits of the block's chains: after each forward of chunk 0 and of chunk 1, each
+  // backward of chunk 1 and of chunk 0, and before each W (slack that keeps the order's shape
+  // when other costs time it, for more memory).
+  struct Gaps {
+    TimeNs f0_ns = 0, f1_ns = 0, b1_ns = 0, b0_ns = 0, w_ns = 0;
+  };
+
+  bool lay_out(TimeNs period_ns, const Gaps& gaps = Gaps{0, 0, 0, 0, 0}) {
     period_ns_ = period_ns;
     const std::vector<int> device = v_placement(p_);
     busy_.assign(static_cast<std::size_t>(p_), {});
     block_.clear();
     const int stages = 2 * p_;
     TimeNs ready = 0;
-    if (late_forwards) {
-      TimeNs next_start = 0;
-      for (int s = stages - 1; s >= 0; --s) {  // the forwards, down from the top of the V
-        const StageCosts& c = costs_[static_cast<std::size_t>(s)];
-        const TimeNs latest_end = s == stages - 1 ? c.f_ns : next_start - c.f_out_ns;
-        const std::optional<TimeNs> at =
-            place_latest(device[static_cast<std::size_t>(s)], latest_end, c.f_ns);
-        if (!at) return false;
-        block_.push_back({Op{OpKind::F, s, s < p_ ? 0 : 1, 0}, *at});
-        next_start = *at;
-      }
-      std::reverse(block_.begin(), block_.end());
-      const StageCosts& top = costs_[static_cast<std::size_t>(stages - 1)];
-      ready = block_.back().second + top.f_ns + top.f_out_ns;
-    } else {
-      for (int s = 0; s < stages; ++s) {  // the forwards, up the V
-        const StageCosts& c = costs_[static_cast<std::size_t>(s)];
-        const std::optional<TimeNs> at = place(device[static_cast<std::size_t>(s)], ready, c.f_ns);
-        if (!at) return false;
-        block_.push_back({Op{OpKind::F, s, s < p_ ? 0 : 1, 0}, *at});
-        ready = *at + c.f_ns + c.f_out_ns;
-      }
+    for (int s = 0; s < stages; ++s) {  // the forwards, up the V
+      const StageCosts& c = costs_[static_cast<std::size_t>(s)];
+      const std::optional<TimeNs> at = place(device[static_cast<std::size_t>(s)], ready, c.f_ns);
+      if (!at) return false;
+      block_.push_back({Op{OpKind::F, s, s < p_ ? 0 : 1, 0}, *at});
+      ready = *at + c.f_ns + c.f_out_ns + (s < p_ ? gaps.f0_ns : gaps.f1_ns);
     }
     std::vector<TimeNs> b_end(static_cast<std::size_t>(stages));
     for (int s = stages - 1; s >= 0; --s) {  // the backwards, down it
@@ -567,8 +568,8 @@ class VBlock {
       const std::optional<TimeNs> at = place(device[static_cast<std::size_t>(s)], ready, c.b_ns);
       if (!at) return false;
       block_.push_back({Op{OpKind::B, s, s < p_ ? 0 : 1, 0}, *at});
-      b_end[static_cast<std::size_t>(s)] = *at + c.b_ns;
-      ready = *at + c.b_ns + c.b_out_ns;
+      b_end[static_cast<std::size_t>(s)] = *at + c.b_ns + gaps.w_ns;
+      ready = *at + c.b_ns + c.b_out_ns + (s < p_ ? gaps.b0_ns : gaps.b1_ns);
     }
     for (int s = stages - 1; s >= 0; --s) {  // each W after its B
       const StageCosts& c = costs_[static_cast<std::size_t>(s)];
@@ -683,31 +684,6 @@ class VBlock {
     return best;
   }
 
-  // The latest start with [start, start + duration) ending by latest_end_ns and free in the
-  // device's cycle; marks it busy.
-  std::optional<TimeNs> place_latest(int d, TimeNs latest_end_ns, TimeNs duration_ns) {
-    auto& busy = busy_[static_cast<std::size_t>(d)];
-    const TimeNs period = period_ns_;
-    auto mod = [period](TimeNs t) { return ((t % period) + period) % period; };
-    auto free_at = [&](TimeNs t) {
-      for (const auto& [from, length] : busy) {
-        const TimeNs x = mod(t - from);
-        if (x < length || x + duration_ns > period) return false;
-      }
-      return true;
-    };
-    const TimeNs latest = latest_end_ns - duration_ns;
-    std::optional<TimeNs> best;
-    auto consider = [&](TimeNs t) {
-      if ((!best || t > *best) && free_at(t)) best = t;
-    };
-    consider(latest);
-    for (const auto& [from, length] : busy)
-      consider(latest - mod(latest + duration_ns - from));
-    if (best) busy.emplace_back(mod(*best), duration_ns);
-    return best;
-  }
-
   int p_;
   const std::vector<StageCosts>& costs_;
   TimeNs period_ns_ = 1;
@@ -717,7 +693,14 @@ class VBlock {
 
 // Ops the engine may simulate justifying each candidate: 30 runs at 2,000 ops, none at
 // p = 32, m = 256 (49k ops).
-constexpr std::size_t kJustifyOps = 120'000'000;
+constexpr std::size_t kJustifyOps = 1'200'000'000;
+
+// Pipelines of more ops skip the unit-cost candidates (the block and the order of unit
+// costs): their edges weigh little beside m periods, where the real-cost block does as well,
+// and their engine runs would take p = 32, m = 256 past its time budget.
+constexpr std::size_t kUnitCostOps = 30'000;
+// Ops the engine may simulate timing the unit-cost blocks: all 243 at 4,000 ops, 40 at 25k.
+constexpr std::size_t kGapOps = 1'000'000;
 
 // A schedule and its largest device span.
 using Timed = std::pair<Schedule, TimeNs>;
@@ -752,9 +735,15 @@ std::vector<Timed> v_blocks(int p, int m, const std::vector<StageCosts>& costs,
     if (block.lay_out(t0 + t0 * j / kSteps) && block.within(m, limit)) time(block);
   }
   keep_best();
-  // The block of unit costs (every op one unit, free transfers; the real memory): the
-  // paper's, whose order keeps its shape when the real costs time it. Whole units of period.
+  // The blocks of unit costs (every op one unit, free transfers; the real memory), at the
+  // shortest period, with waits of 0 to 2 units after the ops of each chain (VBlock::Gaps):
+  // the controllable-memory paper builds V-Min and V-Half so, and a block with slack keeps
+  // its shape when the real costs time its order. The layouts that fit the memory limit are
+  // timed with the real costs, within kGapOps simulated ops.
+  if (ops > kUnitCostOps) return out;
   constexpr TimeNs kUnitNs = 1000;
+  constexpr int kGapSteps = 3;                         // waits of 0, 1, 2 units
+  constexpr int kGapCombinations = 3 * 3 * 3 * 3 * 3;  // over the five chains
   std::vector<StageCosts> unit = costs;
   for (StageCosts& c : unit) {
     c.f_ns = c.b_ns = c.w_ns = kUnitNs;
@@ -762,11 +751,17 @@ std::vector<Timed> v_blocks(int p, int m, const std::vector<StageCosts>& costs,
   }
   VBlock unit_block(p, unit);
   const TimeNs u0 = unit_block.min_period_ns();
-  for (int j = 0, found = 0; j <= 6 && found < timed_max; ++j) {
-    if (unit_block.lay_out(u0 + j * kUnitNs) && unit_block.within(m, limit)) {
-      time(unit_block);
-      ++found;
+  std::size_t spent = 0;
+  for (int g = 0; g < kGapCombinations && spent + ops <= kGapOps; ++g) {
+    TimeNs wait[5];
+    for (int k = 0, rest = g; k < 5; ++k, rest /= kGapSteps)
+      wait[k] = rest % kGapSteps * kUnitNs;
+    if (!unit_block.lay_out(u0, VBlock::Gaps{wait[0], wait[1], wait[2], wait[3], wait[4]}) ||
+        !unit_block.within(m, limit)) {
+      continue;
     }
+    time(unit_block);
+    spent += ops;
   }
   keep_best();
   return out;
@@ -854,8 +849,11 @@ class VShape final : public ScheduleGenerator {
     if (!search.best() || !search.best()->no_bubble) {
       for (Timed& block : v_blocks(p, m, stage_cost, limit, costs))
         candidates.push_back(std::move(block));
-      if (std::optional<Timed> order = unit_cost_order(p, m, stage_cost, limit, costs))
-        candidates.push_back(std::move(*order));
+      const bool small =
+          static_cast<std::size_t>(6 * p) * static_cast<std::size_t>(m) <= kUnitCostOps;
+      std::optional<Timed> order;
+      if (small) order = unit_cost_order(p, m, stage_cost, limit, costs);
+      if (order) candidates.push_back(std::move(*order));
     }
     if (candidates.empty()) {
       throw InvalidArgument("schedule '" + std::string(name()) +
