@@ -699,85 +699,101 @@ constexpr std::size_t kJustifyOps = 1'200'000'000;
 // costs): their edges weigh little beside m periods, where the real-cost block does as well,
 // and their engine runs would take p = 32, m = 256 past its time budget.
 constexpr std::size_t kUnitCostOps = 30'000;
-// Ops the engine may simulate timing the unit-cost blocks: all 243 at 4,000 ops, 40 at 25k.
+// Ops the engine may simulate timing blocks with waits (v_blocks): 250 blocks at 4,000 ops,
+// 40 at 25,000.
 constexpr std::size_t kGapOps = 1'000'000;
+// The time of one op in the blocks of unit costs.
+constexpr TimeNs kUnitNs = 1000;
+
+// The table with every op taking kUnitNs and free transfers; the memory deltas kept.
+std::vector<StageCosts> unit_costs(std::vector<StageCosts> costs) {
+  for (StageCosts& c : costs) {
+    c.f_ns = c.b_ns = c.w_ns = kUnitNs;
+    c.f_out_ns = c.b_out_ns = 0;
+  }
+  return costs;
+}
 
 // A schedule and its largest device span.
 using Timed = std::pair<Schedule, TimeNs>;
 
-// Repeated building blocks within the memory limit: the best of the blocks laid out from the
-// real costs, over periods from the shortest to twice it, and the best of the blocks of unit
-// costs over whole units of period (the shortest periods that fit first, a few of each timed
-// by the engine). Either may be missing when no period fits.
+// Repeated building blocks within the memory limit, each timed by the engine with the real
+// costs; the best of each kind:
+//  1. laid out from the real costs, at periods from the shortest T0 to twice it (the shortest
+//     that fit first: 3 of them, or 1 for large pipelines);
+//  2. only for pipelines of at most kUnitCostOps ops, with waits of 0, 1 or 2 steps after
+//     the ops of each chain (VBlock::Gaps: 3^5 combinations): of unit costs (every op one
+//     unit, free transfers, the real memory) at the shortest period, a step being a unit (the
+//     controllable-memory paper builds V-Min and V-Half from such blocks, and a block with
+//     slack keeps its shape when the real costs time its order); then of the real costs, a
+//     step being T0 / 6, at the periods of 1. Within kGapOps simulated ops in all.
+// A kind is missing when no layout fits.
 std::vector<Timed> v_blocks(int p, int m, const std::vector<StageCosts>& costs,
                             const std::vector<double>& limit, const CostModel& model) {
   constexpr int kSteps = 32;  // periods tried: T0 (1 + j / kSteps), j = 0..kSteps
-  // Periods that fit, timed by the engine: 3, or 1 for large pipelines (p = 32, m = 256).
   constexpr std::size_t kTimedOps = 60'000;
+  constexpr int kGapSteps = 3;                         // waits of 0, 1, 2 steps
+  constexpr int kGapCombinations = 3 * 3 * 3 * 3 * 3;  // over the five chains
   const std::size_t ops = static_cast<std::size_t>(6 * p) * static_cast<std::size_t>(m);
   const int timed_max = ops > kTimedOps ? 1 : 3;
-  VBlock block(p, costs);
-  const TimeNs t0 = block.min_period_ns();
   std::vector<Timed> out;
   std::optional<Timed> best;
-  int timed = 0;
+  std::size_t spent = 0;
+  // Times the block if it fits the memory limit.
   auto time = [&](const VBlock& laid) {
+    if (!laid.within(m, limit)) return false;
     Schedule schedule = laid.repeat(m);
     const TimeNs span = Engine(schedule, model).run().max_span_ns();
-    ++timed;
+    spent += ops;
     if (!best || span < best->second) best.emplace(std::move(schedule), span);
+    return true;
   };
   auto keep_best = [&] {
     if (best) out.push_back(std::move(*best));
     best.reset();
   };
-  for (int j = 0; j <= kSteps && timed < timed_max; ++j) {
-    if (block.lay_out(t0 + t0 * j / kSteps) && block.within(m, limit)) time(block);
+  auto gaps = [](int combination, TimeNs step_ns) {
+    TimeNs wait[5];
+    for (int k = 0; k < 5; ++k, combination /= kGapSteps)
+      wait[k] = combination % kGapSteps * step_ns;
+    return VBlock::Gaps{wait[0], wait[1], wait[2], wait[3], wait[4]};
+  };
+
+  VBlock block(p, costs);
+  const TimeNs t0 = block.min_period_ns();
+  std::vector<TimeNs> periods;  // that fit
+  for (int j = 0; j <= kSteps && periods.size() < static_cast<std::size_t>(timed_max); ++j) {
+    const TimeNs period = t0 + t0 * j / kSteps;
+    if (block.lay_out(period) && time(block)) periods.push_back(period);
+  }
+  if (ops > kUnitCostOps) {
+    keep_best();
+    return out;
+  }
+  const std::vector<StageCosts> unit = unit_costs(costs);
+  VBlock unit_block(p, unit);
+  std::optional<Timed> real_best = std::move(best);
+  best.reset();
+  for (int g = 0; g < kGapCombinations && spent + ops <= kGapOps; ++g) {
+    if (unit_block.lay_out(unit_block.min_period_ns(), gaps(g, kUnitNs))) time(unit_block);
   }
   keep_best();
-  // The blocks of unit costs (every op one unit, free transfers; the real memory), at the
-  // shortest period, with waits of 0 to 2 units after the ops of each chain (VBlock::Gaps):
-  // the controllable-memory paper builds V-Min and V-Half so, and a block with slack keeps
-  // its shape when the real costs time its order. The layouts that fit the memory limit are
-  // timed with the real costs, within kGapOps simulated ops.
-  if (ops > kUnitCostOps) return out;
-  constexpr TimeNs kUnitNs = 1000;
-  constexpr int kGapSteps = 3;                         // waits of 0, 1, 2 units
-  constexpr int kGapCombinations = 3 * 3 * 3 * 3 * 3;  // over the five chains
-  std::vector<StageCosts> unit = costs;
-  for (StageCosts& c : unit) {
-    c.f_ns = c.b_ns = c.w_ns = kUnitNs;
-    c.f_out_ns = c.b_out_ns = 0;
-  }
-  VBlock unit_block(p, unit);
-  const TimeNs u0 = unit_block.min_period_ns();
-  std::size_t spent = 0;
-  for (int g = 0; g < kGapCombinations && spent + ops <= kGapOps; ++g) {
-    TimeNs wait[5];
-    for (int k = 0, rest = g; k < 5; ++k, rest /= kGapSteps)
-      wait[k] = rest % kGapSteps * kUnitNs;
-    if (!unit_block.lay_out(u0, VBlock::Gaps{wait[0], wait[1], wait[2], wait[3], wait[4]}) ||
-        !unit_block.within(m, limit)) {
-      continue;
+  best = std::move(real_best);
+  for (const TimeNs period : periods) {
+    for (int g = 1; g < kGapCombinations && spent + ops <= kGapOps; ++g) {
+      if (block.lay_out(period, gaps(g, t0 / 6))) time(block);
     }
-    time(unit_block);
-    spent += ops;
   }
   keep_best();
   return out;
 }
 
 // The order the search finds when every op takes the same time and transfers are free (the
-// real memory deltas kept, so the order holds the limit), timed with the real costs: how the
-// controllable-memory paper builds V-Half and V-Min, a candidate beside the cost-aware ones.
+// real memory deltas kept, so the order holds the limit), timed with the real costs: an order
+// that does not chase the costs, a candidate beside the cost-aware ones.
 std::optional<Timed> unit_cost_order(int p, int m, const std::vector<StageCosts>& costs,
                                      const std::vector<double>& limit, const CostModel& model) {
-  constexpr TimeNs kUnitNs = 1000;
-  std::vector<StageCosts> unit = costs;
-  for (StageCosts& c : unit) {
-    c.f_ns = c.b_ns = c.w_ns = kUnitNs;
-    c.f_out_ns = c.b_out_ns = 0;
-  }
+  const std::vector<StageCosts> unit = unit_costs(costs);
   VSearch search(p, m, unit, limit);
   search.run();
   if (!search.best()) return std::nullopt;
