@@ -358,7 +358,7 @@ class VSearch {
   static constexpr std::size_t kUniformOps = 1'000'000;
   // Phase 1's budget shrinks with the square of the size: kUniformScale / ops of a run.
   static constexpr std::size_t kUniformScale = 4'000'000'000;
-  static constexpr std::size_t kRefineOps = 1'000'000;
+  static constexpr std::size_t kRefineOps = 5'000'000;
   static constexpr std::size_t kStarts = 4;  // results of phase 1 that phase 2 starts from
 
   VSearch(int p, int m, const std::vector<StageCosts>& costs, const std::vector<double>& limit)
