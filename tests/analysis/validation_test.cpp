@@ -48,7 +48,9 @@ TEST(ReferenceSets, EveryRowValidWithinItsLimitAndCloseToTheAuthors) {
 #endif
 
   // 120 zb-auto rows, 80 zb-v, 36 each of V-Half and V-Min (../shared/data/reference/README.md).
-  if (!kSample) ASSERT_EQ(rows.size(), 120u + 80u + 72u);
+  if (!kSample) {
+    ASSERT_EQ(rows.size(), 120u + 80u + 72u);
+  }
   for (const ValidationRow& row : rows) {
     SCOPED_TRACE(row.family + " line " + std::to_string(row.line));
     EXPECT_TRUE(std::isfinite(row.cost) && row.cost > 0);
