@@ -20,7 +20,7 @@ using bubblesim::testing::temp_path;
 const std::filesystem::path kReference = std::filesystem::path(BUBBLESIM_SHARED_DATA) / "reference";
 
 // A copy of the reference sets with every `stride`-th row of each file.
-std::filesystem::path sample_of_reference(int stride) {
+[[maybe_unused]] std::filesystem::path sample_of_reference(int stride) {
   const std::filesystem::path dir = temp_path("reference_sample");
   std::filesystem::create_directories(dir);
   for (const char* name : {"zb_auto_visible.csv", "zbv_visible.csv", "v_half_min_visible.csv"}) {
