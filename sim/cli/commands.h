@@ -19,24 +19,6 @@ bool parse_command(const std::vector<std::string>& args,
                    boost::program_options::variables_map& vm, std::ostream& out,
                    const char* synopsis, const char* positional = nullptr);
 
-// Generates the schedule with `generator` from `params` and the inputs' costs and simulates it,
-// as `bubblesim simulate -s NAME` does (without --exact or --out). With a `record_as` name, the
-// run also keeps its record for a results file (RunSummary::record), as --out would, with
-// `command_line` as the record's.
-RunSummary simulate_generated(const sim::ScheduleGenerator& generator,
-                              const sim::ScheduleParams& params, const RunInputs& in,
-                              const std::string& record_as = "",
-                              const std::string& command_line = "");
-
-// The schedule `generator` builds from `params` for the inputs, as simulate builds it (from the
-// pass times without overheads; with replicas, replica 0's), and the simulation of a given
-// schedule with the inputs (as simulate --schedule-file; `name` is the run's schedule name).
-// Together: what simulate_generated does, with the schedule kept (bubblesim calibrate).
-sim::Schedule generate_schedule(const sim::ScheduleGenerator& generator,
-                                const sim::ScheduleParams& params, const RunInputs& in);
-RunSummary simulate_schedule(std::string name, sim::Schedule schedule,
-                             const sim::ScheduleParams& params, const RunInputs& in);
-
 // `bubblesim calibrate` (calibrate.cpp): fits overheads to measured runs.
 int cmd_calibrate(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 
