@@ -213,7 +213,6 @@ MonteCarloSummary monte_carlo(const sim::Schedule& schedule, const Scenario& in,
   return {samples, seed, distribution(std::move(iteration_ms)), distribution(std::move(bubble))};
 }
 
-
 sim::Schedule generate_schedule(const sim::ScheduleGenerator& generator,
                                 const sim::ScheduleParams& params, const Scenario& in) {
   sim::ScheduleParams with_costs = params;
@@ -226,7 +225,6 @@ sim::Schedule generate_schedule(const sim::ScheduleGenerator& generator,
   with_costs.costs = &costs;
   return generator.generate(with_costs);
 }
-
 
 RunSummary run(const Scenario& scenario, const RunRequest& request, sim::Schedule& schedule) {
   std::string name = request.name.empty() && request.generator != nullptr

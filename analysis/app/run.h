@@ -21,8 +21,8 @@ struct RunRequest {
   // Builds the schedule from the scenario's pass times (without op overheads, as a scheduler
   // fed by a profile sees them); null: run the `schedule` given to run().
   const sim::ScheduleGenerator* generator = nullptr;
-  std::string name;             // the run's schedule name
-  sim::ScheduleParams params;   // params_for(scenario, generator, ...)
+  std::string name;            // the run's schedule name
+  sim::ScheduleParams params;  // params_for(scenario, generator, ...)
   // Improve the generated schedule with the exact (ILP) mode, within this time; refused with
   // replicas or the paper's evaluator, and by generators that have no exact limits.
   std::optional<double> exact_time_limit_s;

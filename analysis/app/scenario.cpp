@@ -46,16 +46,17 @@ void apply_model(const ScenarioSettings& s, Scenario& in, std::vector<sim::TimeN
                  std::vector<double>& m_w, double calibrated) {
   const models::TransformerConfig model = models::load_transformer(*s.model);
   const models::GpuSpec& gpu = models::find_gpu(s.gpu.value_or(kDefaultGpu));
-  const double efficiency = calibrated > 0 ? calibrated : s.efficiency.value_or(models::kDefaultEfficiency);
+  const double efficiency =
+      calibrated > 0 ? calibrated : s.efficiency.value_or(models::kDefaultEfficiency);
   if (!(efficiency > 0 && efficiency <= 1)) {
     throw InvalidArgument("option --efficiency: expected a fraction in (0, 1], got " +
                           format_number(efficiency));
   }
   const std::vector<models::StageEstimate> stages = models::estimate_stages(model, in.params.pp);
   auto time = [&](double flops) {
-    return sim::derived_ms_to_ns(models::flops_to_ms(flops, gpu, efficiency),
-                                 "--model " + *s.model + " on " + gpu.name +
-                                     " at efficiency " + format_number(efficiency));
+    return sim::derived_ms_to_ns(
+        models::flops_to_ms(flops, gpu, efficiency),
+        "--model " + *s.model + " on " + gpu.name + " at efficiency " + format_number(efficiency));
   };
   for (std::size_t d = 0; d < stages.size(); ++d) {
     if (!s.f_ms) f[d] = time(stages[d].f_flops);
@@ -164,8 +165,7 @@ void check_memory_estimate(const ScenarioSettings& s, const Scenario& in) {
   const int dp = std::clamp(s.dp.value_or(1), 1, 4096);  // checked with its message later
   const double need = estimated_run_bytes(in.params, in.chunks_given, dp, s.keep_record);
   if (need > limit) {
-    const double ops =
-        need / (kSimulationBytesPerOp + (s.keep_record ? kRecordBytesPerOp : 0));
+    const double ops = need / (kSimulationBytesPerOp + (s.keep_record ? kRecordBytesPerOp : 0));
     throw InvalidArgument(fmt::format(
         "option --max-memory: this run needs about {:.4g} GB ({:.0f} ops at about {:.0f} bytes "
         "each), more than the limit of {:.4g} GB ({}); give a larger --max-memory or fewer "
@@ -365,7 +365,6 @@ void apply_cluster(const ScenarioSettings& s, Scenario& in, bool from_file) {
   in.default_example = false;
 }
 
-
 // The file's value of setting `flag`, which the user may repeat but not contradict.
 int from_schedule(const std::optional<int>& given, const char* flag, int value,
                   const std::string& what) {
@@ -394,14 +393,16 @@ void set_sizes(const ScenarioSettings& s, const ScheduleFileInput& file, Scenari
                           " ranks, so --f/--b/--w cannot be split into chunks");
   }
   in.params.pp = from_schedule(s.pp, "-p/--pp", devices, "ranks");
-  in.params.microbatches = from_schedule(s.microbatches, "-m/--microbatches",
-                                         schedule.num_microbatches, "microbatches");
+  in.params.microbatches =
+      from_schedule(s.microbatches, "-m/--microbatches", schedule.num_microbatches, "microbatches");
   in.params.chunks = from_schedule(s.chunks, "-v/--chunks", schedule.route_stages() / devices,
                                    "stages per rank on each microbatch's route");
   in.chunks_given = true;
 }
 
-std::vector<double> default_ms(const char* text) { return {std::strtod(text, nullptr)}; }
+std::vector<double> default_ms(const char* text) {
+  return {std::strtod(text, nullptr)};
+}
 
 }  // namespace
 
@@ -409,8 +410,8 @@ Scenario make_scenario(const ScenarioSettings& s, const ScheduleFileInput& file)
   Scenario in;
   const bool from_file = file.schedule != nullptr;
   set_sizes(s, file, in);
-  in.default_example = !from_file && !s.pp && !s.microbatches && !s.f_ms && !s.b_ms && !s.w_ms &&
-                       !s.comm_ms;
+  in.default_example =
+      !from_file && !s.pp && !s.microbatches && !s.f_ms && !s.b_ms && !s.w_ms && !s.comm_ms;
   traces::Profile profile;
   if (s.profile) {
     in.profile = *s.profile;
@@ -525,45 +526,58 @@ double number_value(const StudySetting& setting) {
   return value;
 }
 
+// How each study key sets its setting (analysis/study.h lists the keys; schedule is none).
+struct StudyKey {
+  const char* key;
+  void (*apply)(ScenarioSettings& s, const StudySetting& v);
+};
+
+// clang-format off
+constexpr StudyKey kStudyKeys[] = {
+  {"pp", [](ScenarioSettings& s, const StudySetting& v) { s.pp = whole_value(v); }},
+  {"microbatches", [](ScenarioSettings& s, const StudySetting& v) { s.microbatches = whole_value(v); }},
+  {"chunks", [](ScenarioSettings& s, const StudySetting& v) { s.chunks = whole_value(v); }},
+  {"f", [](ScenarioSettings& s, const StudySetting& v) { s.f_ms = parse_ms_list("--f", v.value); }},
+  {"b", [](ScenarioSettings& s, const StudySetting& v) { s.b_ms = parse_ms_list("--b", v.value); }},
+  {"w", [](ScenarioSettings& s, const StudySetting& v) { s.w_ms = parse_ms_list("--w", v.value); }},
+  {"comm", [](ScenarioSettings& s, const StudySetting& v) { s.comm_ms = parse_ms_list("--comm", v.value); }},
+  {"m-b", [](ScenarioSettings& s, const StudySetting& v) { s.m_b = number_value(v); }},
+  {"m-w", [](ScenarioSettings& s, const StudySetting& v) { s.m_w = number_value(v); }},
+  // In a study, mem-limit 0 names the schedule's default (an axis [0, inf]: default or none);
+  // the setting itself refuses an explicit 0.
+  {"mem-limit", [](ScenarioSettings& s, const StudySetting& v) {
+     if (const double limit = number_value(v); limit != 0) s.mem_limit = limit; }},
+  {"overlap-efficiency", [](ScenarioSettings& s, const StudySetting& v) { s.overlap_efficiency = number_value(v); }},
+  {"model", [](ScenarioSettings& s, const StudySetting& v) { s.model = v.value; }},
+  {"gpu", [](ScenarioSettings& s, const StudySetting& v) { s.gpu = v.value; }},
+  {"efficiency", [](ScenarioSettings& s, const StudySetting& v) { s.efficiency = number_value(v); }},
+  {"cluster", [](ScenarioSettings& s, const StudySetting& v) { s.cluster = v.value; }},
+  {"dp", [](ScenarioSettings& s, const StudySetting& v) { s.dp = whole_value(v); }},
+  {"allreduce", [](ScenarioSettings& s, const StudySetting& v) { s.allreduce = v.value; }},
+  {"optimizer-sync", [](ScenarioSettings& s, const StudySetting& v) { s.optimizer_sync = v.value; }},
+  {"optimizer-ms", [](ScenarioSettings& s, const StudySetting& v) { s.optimizer_ms = number_value(v); }},
+  {"comm-bytes", [](ScenarioSettings& s, const StudySetting& v) { s.comm_bytes = number_value(v); }},
+  {"grad-bytes", [](ScenarioSettings& s, const StudySetting& v) { s.grad_bytes = number_value(v); }},
+  {"profile", [](ScenarioSettings& s, const StudySetting& v) { s.profile = v.value; }},
+  {"op-overhead", [](ScenarioSettings& s, const StudySetting& v) {
+     s.op_overhead = parse_op_overheads("--op-overhead", v.value); }},
+  {"p2p", [](ScenarioSettings& s, const StudySetting& v) { s.p2p = parse_p2p("--p2p", v.value); }},
+  {"calibration", [](ScenarioSettings& s, const StudySetting& v) { s.calibration = v.value; }},
+};
+// clang-format on
+
 }  // namespace
 
 ScenarioSettings settings_from_study(const StudyConfiguration& configuration) {
   ScenarioSettings s;
   for (const StudySetting& setting : configuration.settings) {
-    const std::string& key = setting.key;
-    const std::string& text = setting.value;
-    if (key == "schedule") continue;
-    if (key == "pp") s.pp = whole_value(setting);
-    else if (key == "microbatches") s.microbatches = whole_value(setting);
-    else if (key == "chunks") s.chunks = whole_value(setting);
-    else if (key == "dp") s.dp = whole_value(setting);
-    else if (key == "f") s.f_ms = parse_ms_list("--f", text);
-    else if (key == "b") s.b_ms = parse_ms_list("--b", text);
-    else if (key == "w") s.w_ms = parse_ms_list("--w", text);
-    else if (key == "comm") s.comm_ms = parse_ms_list("--comm", text);
-    else if (key == "m-b") s.m_b = number_value(setting);
-    else if (key == "m-w") s.m_w = number_value(setting);
-    else if (key == "mem-limit") {
-      // In a study, mem-limit 0 names the schedule's default (an axis [0, inf]: default or
-      // none); the setting itself refuses an explicit 0.
-      const double limit = number_value(setting);
-      if (limit != 0) s.mem_limit = limit;
+    if (setting.key == "schedule") continue;
+    const auto* known = std::find_if(std::begin(kStudyKeys), std::end(kStudyKeys),
+                                     [&](const StudyKey& k) { return setting.key == k.key; });
+    if (known == std::end(kStudyKeys)) {
+      throw InvalidArgument("setting '" + setting.key + "': not a setting of a run");
     }
-    else if (key == "overlap-efficiency") s.overlap_efficiency = number_value(setting);
-    else if (key == "model") s.model = text;
-    else if (key == "gpu") s.gpu = text;
-    else if (key == "efficiency") s.efficiency = number_value(setting);
-    else if (key == "cluster") s.cluster = text;
-    else if (key == "allreduce") s.allreduce = text;
-    else if (key == "optimizer-sync") s.optimizer_sync = text;
-    else if (key == "optimizer-ms") s.optimizer_ms = number_value(setting);
-    else if (key == "comm-bytes") s.comm_bytes = number_value(setting);
-    else if (key == "grad-bytes") s.grad_bytes = number_value(setting);
-    else if (key == "profile") s.profile = text;
-    else if (key == "op-overhead") s.op_overhead = parse_op_overheads("--op-overhead", text);
-    else if (key == "p2p") s.p2p = parse_p2p("--p2p", text);
-    else if (key == "calibration") s.calibration = text;
-    else throw InvalidArgument("setting '" + key + "': not a setting of a run");
+    known->apply(s, setting);
   }
   return s;
 }
@@ -586,8 +600,8 @@ std::vector<double> parse_ms_list(const std::string& option, const std::string& 
   return values;
 }
 
-std::vector<sim::TimeNs> times_for_devices(const std::string& option,
-                                           const std::vector<double>& ms, int devices) {
+std::vector<sim::TimeNs> times_for_devices(const std::string& option, const std::vector<double>& ms,
+                                           int devices) {
   std::vector<sim::TimeNs> values;
   for (const double t : ms)
     values.push_back(sim::ms_to_ns(t));

@@ -42,16 +42,16 @@ struct ScenarioSettings {
   std::optional<int> pp, microbatches, chunks;  // defaults: the DefaultExample's p, m; v = 1
   std::optional<std::vector<double>> f_ms, b_ms, w_ms, comm_ms;  // default: the example's
   std::optional<double> m_b, m_w;                                // defaults 1 and 0.5
-  bool no_improve = false;           // the generators' schedule without the local search
-  std::optional<double> mem_limit;   // > 0 or inf; default p M_B
+  bool no_improve = false;                   // the generators' schedule without the local search
+  std::optional<double> mem_limit;           // > 0 or inf; default p M_B
   std::optional<double> overlap_efficiency;  // [0, 1], default 0
-  bool paper_evaluator = false;      // sim::InputRule::PaperEvaluator
-  std::optional<std::string> model;  // transformer YAML
-  std::optional<std::string> gpu;    // default A100-80GB
-  std::optional<double> efficiency;  // default models::kDefaultEfficiency
-  std::optional<std::string> profile;  // HDF5 profile
-  std::optional<std::string> cluster;  // cluster YAML
-  std::optional<int> dp;               // default 1
+  bool paper_evaluator = false;              // sim::InputRule::PaperEvaluator
+  std::optional<std::string> model;          // transformer YAML
+  std::optional<std::string> gpu;            // default A100-80GB
+  std::optional<double> efficiency;          // default models::kDefaultEfficiency
+  std::optional<std::string> profile;        // HDF5 profile
+  std::optional<std::string> cluster;        // cluster YAML
+  std::optional<int> dp;                     // default 1
   std::optional<std::string> allreduce, optimizer_sync;  // defaults "ring", "none"
   std::optional<double> optimizer_ms, comm_bytes, grad_bytes;
   std::optional<sim::OpOverheads> op_overhead;
@@ -154,8 +154,8 @@ double default_max_memory_bytes();
 // 0 <= t <= 1e9; `option` names the setting in messages.
 std::vector<double> parse_ms_list(const std::string& option, const std::string& text);
 // The ms list as exactly `devices` values in ns (one value is repeated).
-std::vector<sim::TimeNs> times_for_devices(const std::string& option,
-                                           const std::vector<double>& ms, int devices);
+std::vector<sim::TimeNs> times_for_devices(const std::string& option, const std::vector<double>& ms,
+                                           int devices);
 // Parses an op overhead: "MS" (every pass) or "F=MS,B=MS,W=MS" (kinds left out: 0), each
 // 0 <= ms <= 1e6.
 sim::OpOverheads parse_op_overheads(const std::string& option, const std::string& text);

@@ -62,8 +62,9 @@ void print_value(hid_t type, const unsigned char* data) {
         std::printf("\"%s\"", s != nullptr ? s : "");
       } else {
         const std::size_t n = H5Tget_size(type);
-        std::printf("\"%s\"", std::string(reinterpret_cast<const char*>(data), strnlen(
-                                  reinterpret_cast<const char*>(data), n)).c_str());
+        std::printf("\"%s\"", std::string(reinterpret_cast<const char*>(data),
+                                          strnlen(reinterpret_cast<const char*>(data), n))
+                                  .c_str());
       }
       return;
     }
