@@ -1,16 +1,24 @@
 // What the commands share inside the command line (not a public interface).
 #pragma once
 
+#include <optional>
 #include <ostream>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "sim/cli/options.h"
 #include "sim/cli/output.h"
+#include "sim/output_file.h"
 #include "sim/schedule_registry.h"
 #include "traces/profile.h"
 
 namespace bubblesim::cli {
+
+// A bad-usage exit: the message is printed as one line (exit status 2).
+struct UsageError {
+  std::string message;
+};
 
 // Parses `args` against `desc` into `vm` as every command does (positional arguments go to the
 // option `positional`, else are an error); returns false after printing --help to `out`.
@@ -18,6 +26,42 @@ bool parse_command(const std::vector<std::string>& args,
                    const boost::program_options::options_description& desc,
                    boost::program_options::variables_map& vm, std::ostream& out,
                    const char* synopsis, const char* positional = nullptr);
+
+// What --out records of a run besides the simulation: its name and the command.
+struct Recording {
+  std::string run_name;
+  std::string command_line;
+};
+
+// Runs `schedule` (or, with a generator, the schedule it builds) in the inputs' scenario
+// (app::run), as simulate and compare do (runs.cpp); with `exact_time_limit_s`, improved by the
+// exact mode; with `recording`, keeping the run's record for the results file. `schedule`
+// becomes the schedule that ran.
+RunSummary run_schedule(std::string name, sim::Schedule& schedule,
+                        const sim::ScheduleGenerator* generator, sim::ScheduleParams params,
+                        const RunInputs& in, std::optional<double> exact_time_limit_s = {},
+                        const Recording* recording = nullptr);
+
+// Adds the runs' records to the --out file (all or none of them), into `file`'s temporary.
+void write_results(sim::OutputFile& file, const RunInputs& in, std::span<RunSummary> runs,
+                   const std::string& command_line);
+
+// `bubblesim schedules` (schedules.cpp): the registry's schedules, their parameters and
+// descriptions.
+int cmd_schedules(const std::vector<std::string>& args, std::ostream& out);
+
+// `bubblesim simulate` (simulate.cpp): one schedule, generated or read from a file.
+int cmd_simulate(const std::vector<std::string>& args, const std::string& command_line,
+                 std::ostream& out);
+
+// `bubblesim compare` (compare.cpp): several schedules on the same inputs; notes of schedules
+// `-s all` leaves out go to `err`.
+int cmd_compare(const std::vector<std::string>& args, const std::string& command_line,
+                std::ostream& out, std::ostream& err);
+
+// `bubblesim import` (import.cpp): Kineto traces into per-pass statistics and a profile.
+int cmd_import(const std::vector<std::string>& args, const std::string& command_line,
+               std::ostream& out);
 
 // `bubblesim calibrate` (calibrate.cpp): fits overheads to measured runs.
 int cmd_calibrate(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);

@@ -347,8 +347,8 @@ std::optional<SweepSetup> prepare_sweep(const std::vector<std::string>& args, st
     const std::string absolute = std::filesystem::absolute(cal).lexically_normal().string();
     // As a fixed setting: a configuration or axis that names its own calibration overrides it.
     const std::vector<std::string>& keys = analysis::study_keys();
-    const auto key = static_cast<std::size_t>(
-        std::find(keys.begin(), keys.end(), "calibration") - keys.begin());
+    const auto key =
+        static_cast<std::size_t>(std::find(keys.begin(), keys.end(), "calibration") - keys.begin());
     BUBBLESIM_CHECK(key < keys.size(), "'calibration' is a study key");
     setup.study.fixed.try_emplace(key, analysis::StudySetting{"calibration", absolute, 0});
   }
@@ -374,8 +374,7 @@ std::string simulate_batch(const std::vector<std::size_t>& items, const analysis
                       [&](const tbb::blocked_range<std::size_t>& range) {
                         for (std::size_t k = range.begin(); k != range.end(); ++k) {
                           batch[k] = simulate_configuration(study.configuration(items[k]),
-                                                            static_cast<int>(items[k]),
-                                                            registry);
+                                                            static_cast<int>(items[k]), registry);
                         }
                       });
   });
@@ -526,8 +525,7 @@ int cmd_sweep(const std::vector<std::string>& args, const std::string& command_l
                             for (std::size_t k = range.begin(); k != range.end(); ++k) {
                               const std::size_t i = pending[k];
                               simulated[k - from] = simulate_configuration(
-                                  setup.study.configuration(i), static_cast<int>(i),
-                                  registry);
+                                  setup.study.configuration(i), static_cast<int>(i), registry);
                             }
                           });
       });
@@ -625,9 +623,8 @@ int cmd_sweep(const std::vector<std::string>& args, const std::string& command_l
     return stop_signal != 0 ? 128 + stop_signal : 0;
   }
   if (setup.keep_best > 0) {
-    const std::vector<analysis::RunRecord> best =
-        best_runs(rows, setup.study, static_cast<std::size_t>(setup.keep_best),
-                  registry, command_line);
+    const std::vector<analysis::RunRecord> best = best_runs(
+        rows, setup.study, static_cast<std::size_t>(setup.keep_best), registry, command_line);
     analysis::write_runs(setup.out_path, best, writer, true);
     fmt::print(out,
                "kept the full runs of the {} fastest configurations as /runs/sweep-best-1..{}\n",
