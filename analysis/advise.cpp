@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <tuple>
 
+#include "analysis/throughput.h"
+#include "models/collectives.h"
 #include "sim/cost_model.h"
 #include "sim/simulation.h"
 
@@ -83,12 +85,13 @@ void evaluate_candidate(AdviseCandidate& c, const AdviseSearch& search,
         c.static_memory_bytes = static_bytes;
       }
     }
-    c.allreduce_ms = c.dp > 1 ? 2.0 * (c.dp - 1) / c.dp * kGradientBytes * copies *
-                                    largest_parameters / (hw.link_bandwidth_gbps * 1e9) * 1e3
-                              : 0;
-    const double seconds = (c.iteration_time_ms + c.allreduce_ms) / 1e3;
-    c.samples_per_gpu_per_s =
-        seconds > 0 ? static_cast<double>(search.global_batch) / (hw.gpus * seconds) : 0;
+    // The data-parallel gradient all-reduce of the largest stage, the ring of
+    // models/collectives.h over the link between replicas (bandwidth and latency).
+    c.allreduce_ms = sim::ns_to_ms(models::ring_allreduce_ns(
+        c.dp, kGradientBytes * copies * largest_parameters, hw.link_bandwidth_gbps * 1e9,
+        sim::ms_to_ns(hw.link_latency_ms)));
+    c.samples_per_gpu_per_s = per_gpu_per_s(static_cast<double>(search.global_batch), hw.gpus,
+                                            c.iteration_time_ms + c.allreduce_ms);
     c.outcome = c.peak_memory_bytes <= hw.memory_budget_bytes ? AdviseOutcome::kFits
                                                               : AdviseOutcome::kOutOfMemory;
   } catch (const InvalidArgument& e) {

@@ -11,8 +11,10 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+
 #include <map>
 #include <set>
+#include "analysis/throughput.h"
 
 namespace bubblesim::analysis {
 
@@ -356,8 +358,7 @@ std::string memory_svg(const RunRecord& run, const RenderOptions& options) {
 std::string sweep_svg(const std::vector<SweepRow>& rows, SweepPlot plot) {
   const bool bubble = plot == SweepPlot::kBubbleVsMemory;
   const auto value = [&](const SweepRow& r) {
-    return bubble ? r.bubble_rate
-                  : microbatches_per_gpu_per_s(r.microbatches, r.pp, r.iteration_time_ms);
+    return bubble ? r.bubble_rate : per_gpu_per_s(r.microbatches, r.pp, r.iteration_time_ms);
   };
   const std::vector<std::size_t> ok = ok_rows(rows);
   const std::vector<std::size_t> front =
@@ -463,8 +464,7 @@ std::string runs_table(const ReportData& data) {
   double best_time = std::numeric_limits<double>::infinity(), best_bubble = best_time,
          best_memory = best_time, best_throughput = 0;
   const auto throughput = [](const RunRecord& r) {
-    return microbatches_per_gpu_per_s(r.parameters.microbatches, r.parameters.pp,
-                                      r.summary.iteration_time_ms);
+    return per_gpu_per_s(r.parameters.microbatches, r.parameters.pp, r.summary.iteration_time_ms);
   };
   for (const RunRecord& r : data.runs) {
     best_time = std::min(best_time, r.summary.iteration_time_ms);
@@ -509,8 +509,7 @@ std::string sweep_table(const ReportData& data, const std::vector<std::size_t>& 
             cell(fmt::format("{:.4g}", r.peak_activation_memory)) +
             cell(fmt::format("{:.4f}", r.bubble_rate)) +
             cell(fmt::format("{:.3f}", r.iteration_time_ms)) +
-            cell(fmt::format(
-                "{:.3f}", microbatches_per_gpu_per_s(r.microbatches, r.pp, r.iteration_time_ms))) +
+            cell(fmt::format("{:.3f}", per_gpu_per_s(r.microbatches, r.pp, r.iteration_time_ms))) +
             "</tr>\n";
   }
   return html + "</table>\n";

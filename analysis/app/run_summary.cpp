@@ -4,6 +4,8 @@
 #include <type_traits>
 
 #include "analysis/app/scenario.h"
+#include "analysis/throughput.h"
+#include "traces/statistics.h"
 
 namespace bubblesim::analysis::app {
 
@@ -22,13 +24,22 @@ double max_peak_memory_bytes(const RunSummary& run) {
   return peak;
 }
 
+namespace {
+
+// The samples of one iteration, all replicas together.
+double samples_per_iteration(const RunSummary& run) {
+  return static_cast<double>(run.dp) * run.params.microbatches * run.samples_per_microbatch;
+}
+
+}  // namespace
+
 double throughput_samples_per_s(const RunSummary& run) {
-  return static_cast<double>(run.dp) * run.params.microbatches * run.samples_per_microbatch /
-         (sim::ns_to_ms(iteration_time_ns(run)) / 1e3);
+  return per_gpu_per_s(samples_per_iteration(run), 1, sim::ns_to_ms(iteration_time_ns(run)));
 }
 
 double samples_per_gpu_per_s(const RunSummary& run) {
-  return throughput_samples_per_s(run) / (static_cast<double>(run.dp) * run.params.pp);
+  return per_gpu_per_s(samples_per_iteration(run), static_cast<double>(run.dp) * run.params.pp,
+                       sim::ns_to_ms(iteration_time_ns(run)));
 }
 
 double mfu(const RunSummary& run) {
@@ -106,13 +117,7 @@ Distribution distribution(std::vector<double> values) {
   Distribution d;
   if (values.empty()) return d;
   std::sort(values.begin(), values.end());
-  const auto quantile = [&](double q) {
-    const double position = q * static_cast<double>(values.size() - 1);
-    const auto below = static_cast<std::size_t>(position);
-    const std::size_t above = std::min(below + 1, values.size() - 1);
-    const double fraction = position - static_cast<double>(below);
-    return values[below] * (1 - fraction) + values[above] * fraction;
-  };
+  const auto quantile = [&](double q) { return traces::quantile_of_sorted(values, q); };
   double total = 0;
   for (const double v : values)
     total += v;

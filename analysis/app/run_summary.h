@@ -28,7 +28,7 @@ struct ExactSummary {
   double time_limit_s = 0;  // the time the solver was given
 };
 
-// Quantiles interpolate linearly between the sorted values (numpy's default).
+// Mean and quantiles of samples (traces/statistics.h: linear between the sorted values).
 struct Distribution {
   double mean = 0, p50 = 0, p90 = 0, p99 = 0;
 };

@@ -14,6 +14,7 @@
 #include "models/cluster.h"
 #include "models/transformer.h"
 #include "traces/profile_costs.h"
+#include "traces/statistics.h"
 
 namespace bubblesim::analysis::app {
 
