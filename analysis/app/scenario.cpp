@@ -20,17 +20,6 @@ namespace bubblesim::analysis::app {
 
 namespace {
 
-double parse_number(const std::string& option, std::string_view item, const std::string& text) {
-  double value = 0;
-  const char* end = item.data() + item.size();
-  const auto [ptr, ec] = std::from_chars(item.data(), end, value);
-  if (item.empty() || ec != std::errc() || ptr != end || !std::isfinite(value)) {
-    throw InvalidArgument("option " + option + ": '" + std::string(item) +
-                          "' is not a number (in '" + text + "')");
-  }
-  return value;
-}
-
 double non_negative(const char* name, double value) {
   if (!std::isfinite(value) || value < 0) {
     throw InvalidArgument(std::string("option --") + name +
@@ -39,14 +28,25 @@ double non_negative(const char* name, double value) {
   return value;
 }
 
+// The settings' model (read from its file, or given) and GPU.
+bool has_model(const ScenarioSettings& s) {
+  return s.model || s.transformer;
+}
+models::TransformerConfig model_of(const ScenarioSettings& s) {
+  return s.transformer ? *s.transformer : models::load_transformer(*s.model);
+}
+models::GpuSpec gpu_of(const ScenarioSettings& s) {
+  return s.gpu_spec ? *s.gpu_spec : models::find_gpu(s.gpu.value_or(kDefaultGpu));
+}
+
 // --model: times from the model's FLOPs where --f/--b/--w were left at their defaults, memory
 // in bytes where --m-b/--m-w were, and the static memory of every device.
 // `calibrated`: the efficiency of --calibration when --efficiency is not given, else 0.
 void apply_model(const ScenarioSettings& s, Scenario& in, std::vector<sim::TimeNs>& f,
                  std::vector<sim::TimeNs>& b, std::vector<sim::TimeNs>& w, std::vector<double>& m_b,
                  std::vector<double>& m_w, double calibrated) {
-  const models::TransformerConfig model = models::load_transformer(*s.model);
-  const models::GpuSpec& gpu = models::find_gpu(s.gpu.value_or(kDefaultGpu));
+  const models::TransformerConfig model = model_of(s);
+  const models::GpuSpec gpu = gpu_of(s);
   const double efficiency =
       calibrated > 0 ? calibrated : s.efficiency.value_or(models::kDefaultEfficiency);
   if (!(efficiency > 0 && efficiency <= 1)) {
@@ -55,9 +55,9 @@ void apply_model(const ScenarioSettings& s, Scenario& in, std::vector<sim::TimeN
   }
   const std::vector<models::StageEstimate> stages = models::estimate_stages(model, in.params.pp);
   auto time = [&](double flops) {
-    return sim::derived_ms_to_ns(
-        models::flops_to_ms(flops, gpu, efficiency),
-        "--model " + *s.model + " on " + gpu.name + " at efficiency " + format_number(efficiency));
+    return sim::derived_ms_to_ns(models::flops_to_ms(flops, gpu, efficiency),
+                                 "--model " + (s.model ? *s.model : model.name) + " on " +
+                                     gpu.name + " at efficiency " + format_number(efficiency));
   };
   for (std::size_t d = 0; d < stages.size(); ++d) {
     if (!s.f_ms) f[d] = time(stages[d].f_flops);
@@ -87,8 +87,8 @@ void apply_profile(const ScenarioSettings& s, Scenario& in, const traces::Profil
                    std::vector<sim::TimeNs>& w, std::vector<sim::TimeNs>& comm) {
   std::string split_note;
   double b_share = 0.5;
-  if (s.model) {
-    const models::TransformerConfig model = models::load_transformer(*s.model);
+  if (has_model(s)) {
+    const models::TransformerConfig model = model_of(s);
     b_share = traces::backward_b_share(model.hidden, model.seq_len);
     split_note = fmt::format("B : W = (24h + 8s) : 24h = {:.4f} : {:.4f} (h {}, s {} of --model)",
                              b_share, 1 - b_share, model.hidden, model.seq_len);
@@ -207,7 +207,7 @@ void apply_cluster(const ScenarioSettings& s, Scenario& in, bool from_file) {
     throw InvalidArgument(
         "option --paper-evaluator: cannot be combined with --cluster, --dp or --optimizer-sync");
   }
-  const bool model = s.model.has_value();
+  const bool model = has_model(s);
   for (const auto& [name, given] : {std::pair{"optimizer-ms", s.optimizer_ms.has_value()},
                                     std::pair{"comm-bytes", s.comm_bytes.has_value()},
                                     std::pair{"grad-bytes", s.grad_bytes.has_value()}}) {
@@ -226,7 +226,7 @@ void apply_cluster(const ScenarioSettings& s, Scenario& in, bool from_file) {
   }
   const int p = in.params.pp;
   const std::size_t logical = static_cast<std::size_t>(p) * static_cast<std::size_t>(in.dp);
-  const models::GpuSpec reference = models::find_gpu(s.gpu.value_or(kDefaultGpu));
+  const models::GpuSpec reference = gpu_of(s);
   std::vector<models::GpuSpec> gpus(logical, reference);
   std::vector<double> time_factor(logical, 1.0);
   models::Cluster cluster;
@@ -471,7 +471,7 @@ Scenario make_scenario(const ScenarioSettings& s, const ScheduleFileInput& file)
   } else if (calibration) {
     in.p2p = calibration->p2p;
   }
-  if (s.model) {
+  if (has_model(s)) {
     apply_model(s, in, f, b, w, m_bs, m_ws,
                 calibration && !s.efficiency ? calibration->efficiency : 0);
   }
@@ -583,6 +583,17 @@ ScenarioSettings settings_from_study(const StudyConfiguration& configuration) {
   return s;
 }
 
+double parse_number(const std::string& option, std::string_view item, const std::string& text) {
+  double value = 0;
+  const char* end = item.data() + item.size();
+  const auto [ptr, ec] = std::from_chars(item.data(), end, value);
+  if (item.empty() || ec != std::errc() || ptr != end || !std::isfinite(value)) {
+    throw InvalidArgument("option " + option + ": '" + std::string(item) +
+                          "' is not a number (in '" + text + "')");
+  }
+  return value;
+}
+
 std::vector<double> parse_ms_list(const std::string& option, const std::string& text) {
   std::vector<double> values;
   std::string_view rest = text;
@@ -604,8 +615,13 @@ std::vector<double> parse_ms_list(const std::string& option, const std::string& 
 std::vector<sim::TimeNs> times_for_devices(const std::string& option, const std::vector<double>& ms,
                                            int devices) {
   std::vector<sim::TimeNs> values;
-  for (const double t : ms)
+  for (const double t : ms) {
+    if (!(t >= 0 && t <= 1e9)) {
+      throw InvalidArgument("option " + option + ": time " + format_number(t) +
+                            " ms is out of range (expected 0 to 1e9 ms)");
+    }
     values.push_back(sim::ms_to_ns(t));
+  }
   if (values.size() == 1) values.resize(static_cast<std::size_t>(devices), values.front());
   if (values.size() != static_cast<std::size_t>(devices)) {
     throw InvalidArgument(

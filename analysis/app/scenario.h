@@ -8,10 +8,13 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "analysis/study.h"
 #include "models/collectives.h"
+#include "models/gpu_catalogue.h"
+#include "models/transformer.h"
 #include "sim/cost_model.h"
 #include "sim/engine.h"
 #include "sim/network.h"
@@ -47,11 +50,13 @@ struct ScenarioSettings {
   std::optional<double> overlap_efficiency;  // [0, 1], default 0
   bool paper_evaluator = false;              // sim::InputRule::PaperEvaluator
   std::optional<std::string> model;          // transformer YAML
-  std::optional<std::string> gpu;            // default A100-80GB
-  std::optional<double> efficiency;          // default models::kDefaultEfficiency
-  std::optional<std::string> profile;        // HDF5 profile
-  std::optional<std::string> cluster;        // cluster YAML
-  std::optional<int> dp;                     // default 1
+  std::optional<models::TransformerConfig> transformer;  // instead of `model`: one already read
+  std::optional<std::string> gpu;                        // default A100-80GB
+  std::optional<models::GpuSpec> gpu_spec;  // instead of `gpu`: one not in the catalogue
+  std::optional<double> efficiency;         // default models::kDefaultEfficiency
+  std::optional<std::string> profile;       // HDF5 profile
+  std::optional<std::string> cluster;       // cluster YAML
+  std::optional<int> dp;                    // default 1
   std::optional<std::string> allreduce, optimizer_sync;  // defaults "ring", "none"
   std::optional<double> optimizer_ms, comm_bytes, grad_bytes;
   std::optional<sim::OpOverheads> op_overhead;
@@ -150,6 +155,8 @@ double estimated_run_bytes(const sim::ScheduleParams& params, bool chunks_given,
 // The default memory limit of a run: 80% of the machine's physical memory, in bytes.
 double default_max_memory_bytes();
 
+// `item`, a part of `text`, as a finite number; else InvalidArgument naming `option`.
+double parse_number(const std::string& option, std::string_view item, const std::string& text);
 // Parses "1.5" or "1.5,2,2.5": one time in ms for all devices or one per device, each
 // 0 <= t <= 1e9; `option` names the setting in messages.
 std::vector<double> parse_ms_list(const std::string& option, const std::string& text);

@@ -17,20 +17,7 @@ namespace bubblesim::cli {
 
 namespace po = boost::program_options;
 
-namespace {
-
-double parse_number(const std::string& option, std::string_view item, const std::string& text) {
-  double value = 0;
-  const char* end = item.data() + item.size();
-  const auto [ptr, ec] = std::from_chars(item.data(), end, value);
-  if (item.empty() || ec != std::errc() || ptr != end || !std::isfinite(value)) {
-    throw InvalidArgument("option " + option + ": '" + std::string(item) +
-                          "' is not a number (in '" + text + "')");
-  }
-  return value;
-}
-
-}  // namespace
+using app::parse_number;
 
 void add_run_options(po::options_description& desc) {
   using DE = app::DefaultExample;

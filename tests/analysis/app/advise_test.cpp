@@ -1,6 +1,6 @@
 // `bubblesim advise`: the top choice fits and is not dominated, the predictions agree with
 // `simulate --model`, the search is deterministic, and a budget nothing fits in is an error.
-#include "analysis/advise.h"
+#include "analysis/app/advise.h"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -14,7 +14,7 @@
 #include "tests/sim/cli/cli_test_util.h"
 #include "tests/temp_path.h"
 
-namespace bubblesim::analysis {
+namespace bubblesim::analysis::app {
 namespace {
 
 using cli::testing::parse_json;
@@ -167,4 +167,4 @@ TEST(AdviseTest, BadOptionsNameTheOption) {
 }
 
 }  // namespace
-}  // namespace bubblesim::analysis
+}  // namespace bubblesim::analysis::app

@@ -1,4 +1,4 @@
-#include "analysis/advise.h"
+#include "analysis/app/advise.h"
 
 #include <fmt/format.h>
 #include <tbb/blocked_range.h>
@@ -8,12 +8,11 @@
 #include <algorithm>
 #include <tuple>
 
+#include "analysis/app/run.h"
 #include "analysis/throughput.h"
 #include "models/collectives.h"
-#include "sim/cost_model.h"
-#include "sim/simulation.h"
 
-namespace bubblesim::analysis {
+namespace bubblesim::analysis::app {
 
 namespace {
 
@@ -30,66 +29,72 @@ std::vector<int> divisors(int n) {
 
 }  // namespace
 
+namespace {
+
+// The scenario of candidate `c`: the model at the candidate's microbatch size timed on the
+// hardware's GPU, one hop the link's latency plus an activation over its bandwidth, and, for
+// schedules built under a memory limit, what the budget leaves after the static memory.
+ScenarioSettings candidate_settings(const AdviseCandidate& c, const AdviseSearch& search,
+                                    const sim::ScheduleGenerator& generator) {
+  const AdviseHardware& hw = search.hardware;
+  ScenarioSettings s;
+  s.transformer = search.model;
+  s.transformer->microbatch_size = c.microbatch_size;
+  s.gpu_spec = hw.gpu;
+  s.efficiency = hw.efficiency;
+  s.pp = c.pp;
+  s.microbatches = c.microbatches;
+  s.chunks = c.chunks;
+  s.op_overhead = hw.overheads;
+  s.p2p = hw.p2p;
+  const std::vector<models::StageEstimate> stages = models::estimate_stages(*s.transformer, c.pp);
+  std::vector<double> comm_ms;
+  double most_static = 0;
+  for (const models::StageEstimate& stage : stages) {
+    comm_ms.push_back(hw.link_latency_ms +
+                      stage.transfer_bytes / (hw.link_bandwidth_gbps * 1e9) * 1e3);
+    most_static = std::max(most_static, stage.static_bytes);
+  }
+  s.comm_ms = comm_ms;
+  // With no room left at all, the schedule's own default (it is out of memory anyway, and the
+  // report says by how much).
+  if (generator.takes_mem_limit() && hw.memory_budget_bytes > most_static) {
+    s.mem_limit = hw.memory_budget_bytes - most_static;
+  }
+  return s;
+}
+
+}  // namespace
+
 void evaluate_candidate(AdviseCandidate& c, const AdviseSearch& search,
                         const sim::ScheduleGenerator& generator) {
   try {
     const AdviseHardware& hw = search.hardware;
-    models::TransformerConfig model = search.model;
-    model.microbatch_size = c.microbatch_size;
-    const std::vector<models::StageEstimate> stages = models::estimate_stages(model, c.pp);
-    std::vector<sim::DeviceCosts> costs;
-    double largest_parameters = 0;
-    for (const models::StageEstimate& s : stages) {
-      const auto time = [&](double flops) {
-        return sim::derived_ms_to_ns(models::flops_to_ms(flops, hw.gpu, hw.efficiency),
-                                     "the model's time on " + hw.gpu.name);
-      };
-      const double comm_ms =
-          hw.link_latency_ms + s.transfer_bytes / (hw.link_bandwidth_gbps * 1e9) * 1e3;
-      costs.push_back(sim::DeviceCosts{time(s.f_flops), time(s.b_flops), time(s.w_flops),
-                                       sim::derived_ms_to_ns(comm_ms, "a transfer between stages"),
-                                       s.m_b_bytes, s.m_w_bytes, 0});
-      costs.back().overheads = hw.overheads;
-      largest_parameters = std::max(largest_parameters, s.parameters);
-    }
-    double most_static = 0;
-    for (const models::StageEstimate& s : stages)
-      most_static = std::max(most_static, s.static_bytes);
-    const sim::PerDeviceCostModel cost_model(costs, c.chunks);
-    std::vector<sim::DeviceCosts> pass_times = costs;
-    for (sim::DeviceCosts& d : pass_times)
-      d.overheads = {};
-    const sim::PerDeviceCostModel generator_costs(pass_times, c.chunks);
-    sim::ScheduleParams params;
-    params.pp = c.pp;
-    params.microbatches = c.microbatches;
-    params.chunks = c.chunks;
-    params.costs = &generator_costs;
-    // Build under what the budget leaves for activations; with no room left at all the
-    // schedule's own default (it is out of memory anyway, and the report says by how much).
-    if (generator.takes_mem_limit() && hw.memory_budget_bytes > most_static) {
-      params.mem_limit = hw.memory_budget_bytes - most_static;
-    }
-    const sim::Schedule schedule = generator.generate(params);
-    const sim::SimulationResult result =
-        sim::simulate(schedule, cost_model, {}, nullptr, sim::InputRule::All, hw.p2p);
+    const Scenario scenario = make_scenario(candidate_settings(c, search, generator));
+    RunRequest request;
+    request.generator = &generator;
+    request.params = params_for(scenario, generator, true);
+    const RunSummary run = app::run(scenario, request);
     // Schedules that keep two copies of the model (dualpipe) hold twice the parameters.
-    const double copies = static_cast<double>(schedule.num_stages()) / schedule.route_stages();
-    c.iteration_time_ms = sim::ns_to_ms(result.metrics.iteration_time_ns);
-    c.bubble_rate = result.metrics.bubble_rate;
-    for (const sim::DeviceMetrics& d : result.metrics.devices) {
-      const double static_bytes = copies * stages[static_cast<std::size_t>(d.device)].static_bytes;
+    const double copies = run.model_copies;
+    c.iteration_time_ms = sim::ns_to_ms(run.metrics.iteration_time_ns);
+    c.bubble_rate = run.metrics.bubble_rate;
+    for (const sim::DeviceMetrics& d : run.metrics.devices) {
+      const double static_bytes =
+          copies * scenario.static_memory_bytes[static_cast<std::size_t>(d.device)];
       const double peak = static_bytes + d.peak_activation_memory;
       if (peak > c.peak_memory_bytes) {
         c.peak_memory_bytes = peak;
         c.static_memory_bytes = static_bytes;
       }
     }
+    const double largest_parameters =
+        *std::max_element(scenario.parameters.begin(), scenario.parameters.end());
     // The data-parallel gradient all-reduce of the largest stage, the ring of
     // models/collectives.h over the link between replicas (bandwidth and latency).
-    c.allreduce_ms = sim::ns_to_ms(models::ring_allreduce_ns(
-        c.dp, kGradientBytes * copies * largest_parameters, hw.link_bandwidth_gbps * 1e9,
-        sim::ms_to_ns(hw.link_latency_ms)));
+    c.allreduce_ms = sim::ns_to_ms(
+        models::ring_allreduce_ns(c.dp, kGradientBytes * copies * largest_parameters,
+                                  hw.link_bandwidth_gbps * 1e9, sim::ms_to_ns(hw.link_latency_ms)));
     c.samples_per_gpu_per_s = per_gpu_per_s(static_cast<double>(search.global_batch), hw.gpus,
                                             c.iteration_time_ms + c.allreduce_ms);
     c.outcome = c.peak_memory_bytes <= hw.memory_budget_bytes ? AdviseOutcome::kFits
@@ -195,4 +200,4 @@ std::vector<AdviseCandidate> advise(const AdviseSearch& search,
   return candidates;
 }
 
-}  // namespace bubblesim::analysis
+}  // namespace bubblesim::analysis::app
