@@ -83,6 +83,7 @@ RunSummary summary_of(std::string name, const sim::ScheduleParams& params,
                       const sim::Metrics& metrics, const sim::Schedule& one, const Scenario& in) {
   RunSummary run;
   run.schedule = std::move(name);
+  run.memory_unit = in.memory_unit;
   run.params = params;
   run.metrics = metrics;
   run.input_rule = in.input_rule;

@@ -9,6 +9,7 @@
 #include <variant>
 #include <vector>
 
+#include "analysis/app/scenario.h"
 #include "analysis/run_record.h"
 #include "models/collectives.h"
 #include "sim/engine.h"
@@ -46,6 +47,7 @@ struct MonteCarloSummary {
 
 struct RunSummary {
   std::string schedule;
+  MemoryUnit memory_unit = MemoryUnit::kGiven;  // of metrics' activation memory (Scenario)
   sim::ScheduleParams params;
   sim::Metrics metrics;
   // Model parameters each device holds, in DeepSeek's convention (../shared/reference/

@@ -77,6 +77,7 @@ void apply_model(const ScenarioSettings& s, Scenario& in, std::vector<sim::TimeN
       model.name, gpu.name, gpu.memory_gb,
       measured ? "measured" : fmt::format("FLOP-based (efficiency {})", efficiency));
   in.samples_per_microbatch = model.microbatch_size;
+  in.memory_unit = MemoryUnit::kBytes;
   in.default_example = false;
 }
 

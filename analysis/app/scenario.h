@@ -73,9 +73,14 @@ struct ScheduleFileInput {
   std::string path;  // for messages
 };
 
+// The unit of a run's activation-memory figures (M_B, M_W, memory limits, activation peaks):
+// the unit the settings gave M_B in (any), or bytes when a model gave them.
+enum class MemoryUnit { kGiven, kBytes };
+
 // One run's scenario: validated, every device's costs known. Memory figures (m_b, m_w of the
-// costs, mem_limit, peaks) are in the unit of the settings' M_B, which is bytes with a model.
+// costs, mem_limit, peaks) are in `memory_unit`; fields ending in _bytes always in bytes.
 struct Scenario {
+  MemoryUnit memory_unit = MemoryUnit::kGiven;
   sim::ScheduleParams params;  // chunks: the v given, see chunks_given
   bool chunks_given = false;
   bool mem_limit_given = false;  // a schedule that takes no memory limit refuses one given

@@ -35,10 +35,10 @@ void put(Writer& w, const char* key, double value) {
 
 // Tables show memory in GB when it is in bytes (--model), else in the unit of --m-b.
 double table_memory(const RunSummary& run, double value) {
-  return run.static_memory_bytes.empty() ? value : value / 1e9;
+  return run.memory_unit == app::MemoryUnit::kBytes ? value / 1e9 : value;
 }
 const char* activation_header(const RunSummary& run) {
-  return run.static_memory_bytes.empty() ? "peak act. mem" : "peak act. GB";
+  return run.memory_unit == app::MemoryUnit::kBytes ? "peak act. GB" : "peak act. mem";
 }
 
 // The schedule's name and parameters, for a run object and a sweep.
@@ -221,10 +221,10 @@ void write_json(std::ostream& out, const std::vector<RunSummary>& runs) {
 std::string describe_inputs(const RunInputs& in) {
   // With a cluster of one replica, each device's own durations (scaled to its GPU and speed).
   const auto& c = in.replicated && in.dp == 1 ? in.replica_costs : in.device_costs;
-  const std::string memory = in.static_memory_bytes.empty()
-                                 ? fmt::format("M_B {} M_W {}", c.front().m_b, c.front().m_w)
-                                 : fmt::format("M_B {:.3f} M_W {:.3f} GB (device 0)",
-                                               c.front().m_b / 1e9, c.front().m_w / 1e9);
+  const std::string memory = in.memory_unit == app::MemoryUnit::kBytes
+                                 ? fmt::format("M_B {:.3f} M_W {:.3f} GB (device 0)",
+                                               c.front().m_b / 1e9, c.front().m_w / 1e9)
+                                 : fmt::format("M_B {} M_W {}", c.front().m_b, c.front().m_w);
   // With a cluster, transfers take the links' time for their bytes, not --comm.
   const std::string comm = in.network ? std::string("ms, comm by the cluster's links")
                                       : "comm " + ms_list(c, &sim::DeviceCosts::comm_ns) + " ms";
@@ -269,7 +269,7 @@ void write_simulate_table(std::ostream& out, const RunInputs& in, const RunSumma
   fmt::print(out, "max device span    {:>12.3f} ms\n", sim::ns_to_ms(m.max_device_span_ns));
   fmt::print(out, "bubble rate        {:>12.4f}\n", m.bubble_rate);
   fmt::print(out, "peak act. memory   {:>12.3f}{}\n", table_memory(run, m.peak_activation_memory),
-             run.static_memory_bytes.empty() ? "" : " GB");
+             run.memory_unit == app::MemoryUnit::kBytes ? " GB" : "");
   if (!run.static_memory_bytes.empty()) {
     fmt::print(out, "peak memory        {:>12.2f} GB (static + activations, largest device)\n",
                max_peak_memory_bytes(run) / 1e9);
@@ -382,7 +382,7 @@ void write_compare_table(std::ostream& out, const RunInputs& in,
   for (const RunSummary& r : runs)
     width = std::max(width, label(r).size());
 
-  const bool bytes = !in.static_memory_bytes.empty();
+  const bool bytes = in.memory_unit == app::MemoryUnit::kBytes;
   fmt::print(out, "{}\n\n", describe_inputs(in));
   fmt::print(out, "{:<{}}  {:>16}  {:>16}  {:>13}  {:>17}  {:>6}  {:>9}{}\n", "schedule", width,
              "iteration ms", "max span ms", "bubble rate", activation_header(runs.front()),

@@ -75,6 +75,21 @@ TEST(AppScenario, AStudyConfigurationIsTheSameSettings) {
   EXPECT_THROW(settings_from_study(c), InvalidArgument);
 }
 
+// The unit of memory figures is carried, not guessed: bytes with a model, else M_B's own.
+TEST(AppScenario, MemoryIsInBytesExactlyWithAModel) {
+  const Scenario plain = make_scenario(uniform(2, 4, 1, 1, 1));
+  EXPECT_EQ(plain.memory_unit, MemoryUnit::kGiven);
+  EXPECT_DOUBLE_EQ(plain.device_costs[0].m_b, 1);
+  ScenarioSettings settings = uniform(2, 4, 1, 1, 1);
+  settings.model = BUBBLESIM_SOURCE_DIR "/models/examples/gpt-1.5b.yaml";
+  const Scenario model = make_scenario(settings);
+  EXPECT_EQ(model.memory_unit, MemoryUnit::kBytes);
+  EXPECT_GT(model.device_costs[0].m_b, 1e6);  // an activation of a 1.5B model, in bytes
+  const RunSummary r = run_named(model, "1f1b");
+  EXPECT_EQ(r.memory_unit, MemoryUnit::kBytes);
+  EXPECT_DOUBLE_EQ(r.metrics.peak_activation_memory, 2 * model.device_costs[0].m_b);
+}
+
 // 1F1B with fused backwards and free transfers: (m + p - 1)(F + B + W), each device busy
 // m (F + B + W) of it.
 TEST(AppRun, OneFOneBIsItsClosedForm) {
