@@ -113,23 +113,23 @@ std::string AdviseCandidate::label() const {
 std::vector<AdviseCandidate> advise_candidates(const AdviseSearch& search,
                                                const sim::ScheduleRegistry& registry) {
   const AdviseHardware& hw = search.hardware;
-  if (hw.gpus < 1) throw InvalidArgument("option --gpus: expected at least 1 GPU");
+  if (hw.gpus < 1) throw SettingError("gpus", "expected at least 1 GPU");
   if (!(hw.memory_budget_bytes > 0)) {
-    throw InvalidArgument("option --mem-budget-gb: expected a positive budget");
+    throw SettingError("mem-budget-gb", "expected a positive budget");
   }
   if (!(hw.link_bandwidth_gbps > 0) || !(hw.link_latency_ms >= 0)) {
     throw InvalidArgument(
         "options --link-gbps/--link-latency-ms: expected a bandwidth > 0 and a latency >= 0");
   }
-  if (search.global_batch < 1) throw InvalidArgument("option --global-batch: expected >= 1");
+  if (search.global_batch < 1) throw SettingError("global-batch", "expected >= 1");
   if (search.microbatch_sizes.empty() || search.chunks.empty()) {
     throw InvalidArgument("options --microbatch-sizes/--chunks: expected at least one value");
   }
   for (const int b : search.microbatch_sizes) {
-    if (b < 1) throw InvalidArgument("option --microbatch-sizes: expected sizes >= 1");
+    if (b < 1) throw SettingError("microbatch-sizes", "expected sizes >= 1");
   }
   for (const int v : search.chunks) {
-    if (v < 1 || v > 1024) throw InvalidArgument("option --chunks: expected 1 to 1024");
+    if (v < 1 || v > 1024) throw SettingError("chunks", "expected 1 to 1024");
   }
   std::vector<const sim::ScheduleGenerator*> generators;
   if (search.schedules.empty()) {

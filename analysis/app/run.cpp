@@ -17,9 +17,8 @@ ExactSummary improve_exactly(sim::Schedule& schedule, const sim::ScheduleGenerat
                              const sim::ScheduleParams& params, double time_limit_s) {
   const std::vector<double> limits = generator.exact_limits(params);
   if (limits.empty()) {
-    throw InvalidArgument(
-        "option --exact: applies to zb-1p, zb-2p, zb-auto, zb-v, v-half and v-min, not '" +
-        std::string(generator.name()) + "'");
+    throw SettingError("exact", "applies to zb-1p, zb-2p, zb-auto, zb-v, v-half and v-min, not '" +
+                                    std::string(generator.name()) + "'");
   }
   sim::exact::ExactResult r =
       sim::exact::solve_zero_bubble_ilp(schedule, *params.costs, limits, {time_limit_s});
@@ -127,8 +126,7 @@ RunSummary run_replicated(std::string name, sim::Schedule& schedule,
                           const Scenario& in, std::optional<double> exact_time_limit_s,
                           const RunRequest* recording) {
   if (exact_time_limit_s) {
-    throw InvalidArgument(
-        "option --exact: cannot be combined with --cluster, --dp or --optimizer-sync");
+    throw SettingError("exact", "cannot be combined with --cluster, --dp or --optimizer-sync");
   }
   const auto p = static_cast<std::size_t>(in.params.pp);
   std::vector<sim::Schedule> replicas;
@@ -178,7 +176,7 @@ RunSummary run_schedule(std::string name, sim::Schedule& schedule,
                           recording);
   }
   if (exact_time_limit_s && in.input_rule != sim::InputRule::All) {
-    throw InvalidArgument("option --exact: cannot be combined with --paper-evaluator");
+    throw SettingError("exact", "cannot be combined with --paper-evaluator");
   }
   const sim::PerDeviceCostModel costs(in.device_costs, params.chunks);
   std::optional<ExactSummary> exact;

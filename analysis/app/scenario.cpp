@@ -22,8 +22,7 @@ namespace {
 
 double non_negative(const char* name, double value) {
   if (!std::isfinite(value) || value < 0) {
-    throw InvalidArgument(std::string("option --") + name +
-                          ": expected a finite number >= 0, got " + std::to_string(value));
+    throw SettingError(name, "expected a finite number >= 0, got " + std::to_string(value));
   }
   return value;
 }
@@ -50,8 +49,8 @@ void apply_model(const ScenarioSettings& s, Scenario& in, std::vector<sim::TimeN
   const double efficiency =
       calibrated > 0 ? calibrated : s.efficiency.value_or(models::kDefaultEfficiency);
   if (!(efficiency > 0 && efficiency <= 1)) {
-    throw InvalidArgument("option --efficiency: expected a fraction in (0, 1], got " +
-                          format_number(efficiency));
+    throw SettingError("efficiency",
+                       "expected a fraction in (0, 1], got " + format_number(efficiency));
   }
   const std::vector<models::StageEstimate> stages = models::estimate_stages(model, in.params.pp);
   auto time = [&](double flops) {
@@ -102,7 +101,7 @@ void apply_profile(const ScenarioSettings& s, Scenario& in, const traces::Profil
   try {
     costs = traces::profile_costs(profile, in.params.pp, b_share);
   } catch (const InvalidArgument& e) {
-    throw InvalidArgument("option --profile: " + in.profile + ": " + e.what());
+    throw SettingError("profile", "" + in.profile + ": " + e.what());
   }
   std::size_t fewest = std::numeric_limits<std::size_t>::max();
   std::string split_stages;
@@ -159,7 +158,7 @@ void check_memory_estimate(const ScenarioSettings& s, const Scenario& in) {
   if (s.max_memory_gb) {
     const double gb = *s.max_memory_gb;
     if (!(gb > 0 && gb <= 1e9)) {
-      throw InvalidArgument("option --max-memory: expected GB > 0, got " + format_number(gb));
+      throw SettingError("max-memory", "expected GB > 0, got " + format_number(gb));
     }
     limit = gb * 1e9;
     source = "--max-memory";
@@ -183,10 +182,10 @@ void apply_cluster(const ScenarioSettings& s, Scenario& in, bool from_file) {
   const std::string algorithm = s.allreduce.value_or("ring");
   in.dp = s.dp.value_or(1);
   if (in.dp < 1 || in.dp > 4096) {
-    throw InvalidArgument("option --dp: expected 1 to 4096 replicas, got " + std::to_string(in.dp));
+    throw SettingError("dp", "expected 1 to 4096 replicas, got " + std::to_string(in.dp));
   }
   if (algorithm != "ring" && algorithm != "tree") {
-    throw InvalidArgument("option --allreduce: expected ring or tree, got '" + algorithm + "'");
+    throw SettingError("allreduce", "expected ring or tree, got '" + algorithm + "'");
   }
   in.allreduce_name = algorithm;
   in.iteration.algorithm =
@@ -198,32 +197,30 @@ void apply_cluster(const ScenarioSettings& s, Scenario& in, bool from_file) {
   } else if (sync == "post-validation") {
     in.iteration.sync = models::OptimizerSync::PostValidation;
   } else {
-    throw InvalidArgument(
-        "option --optimizer-sync: expected none, allreduce or post-validation, got '" + sync + "'");
+    throw SettingError("optimizer-sync",
+                       "expected none, allreduce or post-validation, got '" + sync + "'");
   }
   in.optimizer_sync_name = sync;
   const bool has_cluster = s.cluster.has_value();
   in.replicated = has_cluster || in.dp > 1 || in.iteration.sync != models::OptimizerSync::None;
   if (in.replicated && in.input_rule != sim::InputRule::All) {
-    throw InvalidArgument(
-        "option --paper-evaluator: cannot be combined with --cluster, --dp or --optimizer-sync");
+    throw SettingError("paper-evaluator",
+                       "cannot be combined with --cluster, --dp or --optimizer-sync");
   }
   const bool model = has_model(s);
   for (const auto& [name, given] : {std::pair{"optimizer-ms", s.optimizer_ms.has_value()},
                                     std::pair{"comm-bytes", s.comm_bytes.has_value()},
                                     std::pair{"grad-bytes", s.grad_bytes.has_value()}}) {
     if (given && !in.replicated) {
-      throw InvalidArgument(std::string("option --") + name +
-                            ": applies only with --cluster, --dp or --optimizer-sync");
+      throw SettingError(name, "applies only with --cluster, --dp or --optimizer-sync");
     }
   }
   if (!in.replicated) return;
   if (from_file && in.dp > 1) {
-    throw InvalidArgument("option --dp: cannot be combined with --schedule-file");
+    throw SettingError("dp", "cannot be combined with --schedule-file");
   }
   if (in.dp > 1 && !has_cluster) {
-    throw InvalidArgument(
-        "option --dp: the replicas' all-reduce needs the links of --cluster FILE");
+    throw SettingError("dp", "the replicas' all-reduce needs the links of --cluster FILE");
   }
   const int p = in.params.pp;
   const std::size_t logical = static_cast<std::size_t>(p) * static_cast<std::size_t>(in.dp);
@@ -234,9 +231,9 @@ void apply_cluster(const ScenarioSettings& s, Scenario& in, bool from_file) {
   if (has_cluster) {
     in.cluster_path = *s.cluster;
     if (s.comm_ms) {
-      throw InvalidArgument(
-          "option --comm: with --cluster the cluster's links time the transfers "
-          "(give --comm-bytes for their size)");
+      throw SettingError("comm",
+                         "with --cluster the cluster's links time the transfers "
+                         "(give --comm-bytes for their size)");
     }
     cluster = models::load_cluster(in.cluster_path);
     in.physical_device = models::place(cluster, p, in.dp);
@@ -251,36 +248,34 @@ void apply_cluster(const ScenarioSettings& s, Scenario& in, bool from_file) {
   if (s.comm_bytes) {
     comm_bytes = *s.comm_bytes;
     if (!(comm_bytes >= 0 && comm_bytes <= 1e15)) {
-      throw InvalidArgument("option --comm-bytes: expected 0 to 1e15 bytes, got " +
-                            format_number(comm_bytes));
+      throw SettingError("comm-bytes",
+                         "expected 0 to 1e15 bytes, got " + format_number(comm_bytes));
     }
   } else if (model) {
     comm_bytes = in.model_transfer_bytes;
   } else if (has_cluster) {
-    throw InvalidArgument(
-        "option --cluster: the size of the transfers is unknown; give --comm-bytes or --model");
+    throw SettingError("cluster",
+                       "the size of the transfers is unknown; give --comm-bytes or --model");
   }
   std::vector<double> grad_bytes(static_cast<std::size_t>(p), 0);
   if (s.grad_bytes) {
     const double g = *s.grad_bytes;
     if (!(g >= 0 && g <= 1e15)) {
-      throw InvalidArgument("option --grad-bytes: expected 0 to 1e15 bytes, got " +
-                            format_number(g));
+      throw SettingError("grad-bytes", "expected 0 to 1e15 bytes, got " + format_number(g));
     }
     std::fill(grad_bytes.begin(), grad_bytes.end(), g);
   } else if (model) {
     for (int d = 0; d < p; ++d)
       grad_bytes[static_cast<std::size_t>(d)] = 2 * in.parameters[static_cast<std::size_t>(d)];
   } else if (in.dp > 1) {
-    throw InvalidArgument(
-        "option --dp: the gradients' size is unknown; give --grad-bytes or --model");
+    throw SettingError("dp", "the gradients' size is unknown; give --grad-bytes or --model");
   }
   double optimizer_ms = -1;
   if (s.optimizer_ms) {
     optimizer_ms = *s.optimizer_ms;
     if (!(optimizer_ms >= 0 && optimizer_ms <= 1e9)) {
-      throw InvalidArgument("option --optimizer-ms: expected 0 to 1e9 ms, got " +
-                            format_number(optimizer_ms));
+      throw SettingError("optimizer-ms",
+                         "expected 0 to 1e9 ms, got " + format_number(optimizer_ms));
     }
   }
   // Each logical device: its pipeline device's costs (for --gpu), its durations scaled by
@@ -417,9 +412,9 @@ Scenario make_scenario(const ScenarioSettings& s, const ScheduleFileInput& file)
   traces::Profile profile;
   if (s.profile) {
     in.profile = *s.profile;
-    if (in.profile.empty()) throw InvalidArgument("option --profile: expected a file name");
+    if (in.profile.empty()) throw SettingError("profile", "expected a file name");
     if (from_file) {
-      throw InvalidArgument("option --profile: cannot be combined with --schedule-file (yet)");
+      throw SettingError("profile", "cannot be combined with --schedule-file (yet)");
     }
     profile = analysis::read_profile(in.profile);
     if (!s.pp) {
@@ -434,10 +429,10 @@ Scenario make_scenario(const ScenarioSettings& s, const ScheduleFileInput& file)
   check_memory_estimate(s, in);
 
   const int p = in.params.pp;
-  auto f = times_for_devices("--f", s.f_ms.value_or(default_ms(DefaultExample::kF)), p);
-  auto b = times_for_devices("--b", s.b_ms.value_or(default_ms(DefaultExample::kB)), p);
-  auto w = times_for_devices("--w", s.w_ms.value_or(default_ms(DefaultExample::kW)), p);
-  auto comm = times_for_devices("--comm", s.comm_ms.value_or(default_ms(DefaultExample::kComm)), p);
+  auto f = times_for_devices("f", s.f_ms.value_or(default_ms(DefaultExample::kF)), p);
+  auto b = times_for_devices("b", s.b_ms.value_or(default_ms(DefaultExample::kB)), p);
+  auto w = times_for_devices("w", s.w_ms.value_or(default_ms(DefaultExample::kW)), p);
+  auto comm = times_for_devices("comm", s.comm_ms.value_or(default_ms(DefaultExample::kComm)), p);
   const double m_b = non_negative("m-b", s.m_b.value_or(1.0));
   const double m_w = non_negative("m-w", s.m_w.value_or(0.5));
   in.params.improve = !s.no_improve;
@@ -445,21 +440,22 @@ Scenario make_scenario(const ScenarioSettings& s, const ScheduleFileInput& file)
   in.mem_limit_given = s.mem_limit.has_value();
   // 0 stands for the default (p*M_B) inside; given explicitly it is a mistake, not a request.
   if (std::isnan(in.mem_limit) || in.mem_limit < 0 || (in.mem_limit_given && in.mem_limit == 0)) {
-    throw InvalidArgument("option --mem-limit: expected a number > 0 or inf, got " +
-                          format_number(in.mem_limit) + " (leave it out for the default, p*M_B)");
+    throw SettingError("mem-limit", "expected a number > 0 or inf, got " +
+                                        format_number(in.mem_limit) +
+                                        " (leave it out for the default, p*M_B)");
   }
   if (s.paper_evaluator) in.input_rule = sim::InputRule::PaperEvaluator;
   const double overlap = s.overlap_efficiency.value_or(0);
   if (!(overlap >= 0 && overlap <= 1)) {
-    throw InvalidArgument(
-        fmt::format("option --overlap-efficiency: expected a number from 0 to 1, got {}", overlap));
+    throw SettingError("overlap-efficiency",
+                       fmt::format("expected a number from 0 to 1, got {}", overlap));
   }
 
   std::vector<double> m_bs(static_cast<std::size_t>(p), m_b), m_ws(m_bs.size(), m_w);
   std::optional<analysis::Calibration> calibration;
   if (s.calibration) {
     in.calibration = *s.calibration;
-    if (in.calibration.empty()) throw InvalidArgument("option --calibration: expected a file name");
+    if (in.calibration.empty()) throw SettingError("calibration", "expected a file name");
     calibration = analysis::load_calibration(in.calibration);
   }
   if (s.op_overhead) {
@@ -495,9 +491,9 @@ Scenario make_scenario(const ScenarioSettings& s, const ScheduleFileInput& file)
   }
   apply_cluster(s, in, from_file);
   if (in.network && in.p2p != sim::P2pMode::Async) {
-    throw InvalidArgument(
-        "option --p2p: blocking transfers cannot be timed over --cluster's network; give --comm "
-        "(the time of one hop) instead");
+    throw SettingError("p2p",
+                       "blocking transfers cannot be timed over --cluster's network; give --comm "
+                       "(the time of one hop) instead");
   }
   return in;
 }
@@ -507,8 +503,7 @@ namespace {
 // A study value that does not parse as the setting's type, in the words Boost.Program_options
 // used when studies were parsed as options.
 [[noreturn]] void invalid_value(const StudySetting& setting) {
-  throw InvalidArgument("the argument ('" + setting.value + "') for option '--" + setting.key +
-                        "' is invalid");
+  throw SettingError(setting.key, "'" + setting.value + "' is not a valid value");
 }
 
 int whole_value(const StudySetting& setting) {
@@ -539,10 +534,10 @@ constexpr StudyKey kStudyKeys[] = {
   {"pp", [](ScenarioSettings& s, const StudySetting& v) { s.pp = whole_value(v); }},
   {"microbatches", [](ScenarioSettings& s, const StudySetting& v) { s.microbatches = whole_value(v); }},
   {"chunks", [](ScenarioSettings& s, const StudySetting& v) { s.chunks = whole_value(v); }},
-  {"f", [](ScenarioSettings& s, const StudySetting& v) { s.f_ms = parse_ms_list("--f", v.value); }},
-  {"b", [](ScenarioSettings& s, const StudySetting& v) { s.b_ms = parse_ms_list("--b", v.value); }},
-  {"w", [](ScenarioSettings& s, const StudySetting& v) { s.w_ms = parse_ms_list("--w", v.value); }},
-  {"comm", [](ScenarioSettings& s, const StudySetting& v) { s.comm_ms = parse_ms_list("--comm", v.value); }},
+  {"f", [](ScenarioSettings& s, const StudySetting& v) { s.f_ms = parse_ms_list("f", v.value); }},
+  {"b", [](ScenarioSettings& s, const StudySetting& v) { s.b_ms = parse_ms_list("b", v.value); }},
+  {"w", [](ScenarioSettings& s, const StudySetting& v) { s.w_ms = parse_ms_list("w", v.value); }},
+  {"comm", [](ScenarioSettings& s, const StudySetting& v) { s.comm_ms = parse_ms_list("comm", v.value); }},
   {"m-b", [](ScenarioSettings& s, const StudySetting& v) { s.m_b = number_value(v); }},
   {"m-w", [](ScenarioSettings& s, const StudySetting& v) { s.m_w = number_value(v); }},
   // In a study, mem-limit 0 names the schedule's default (an axis [0, inf]: default or none);
@@ -562,8 +557,8 @@ constexpr StudyKey kStudyKeys[] = {
   {"grad-bytes", [](ScenarioSettings& s, const StudySetting& v) { s.grad_bytes = number_value(v); }},
   {"profile", [](ScenarioSettings& s, const StudySetting& v) { s.profile = v.value; }},
   {"op-overhead", [](ScenarioSettings& s, const StudySetting& v) {
-     s.op_overhead = parse_op_overheads("--op-overhead", v.value); }},
-  {"p2p", [](ScenarioSettings& s, const StudySetting& v) { s.p2p = parse_p2p("--p2p", v.value); }},
+     s.op_overhead = parse_op_overheads("op-overhead", v.value); }},
+  {"p2p", [](ScenarioSettings& s, const StudySetting& v) { s.p2p = parse_p2p("p2p", v.value); }},
   {"calibration", [](ScenarioSettings& s, const StudySetting& v) { s.calibration = v.value; }},
 };
 // clang-format on
@@ -589,8 +584,7 @@ double parse_number(const std::string& option, std::string_view item, const std:
   const char* end = item.data() + item.size();
   const auto [ptr, ec] = std::from_chars(item.data(), end, value);
   if (item.empty() || ec != std::errc() || ptr != end || !std::isfinite(value)) {
-    throw InvalidArgument("option " + option + ": '" + std::string(item) +
-                          "' is not a number (in '" + text + "')");
+    throw SettingError(option, "'" + std::string(item) + "' is not a number (in '" + text + "')");
   }
   return value;
 }
@@ -603,8 +597,8 @@ std::vector<double> parse_ms_list(const std::string& option, const std::string& 
     const std::string_view item = rest.substr(0, comma);
     const double ms = parse_number(option, item, text);
     if (ms < 0 || ms > 1e9) {
-      throw InvalidArgument("option " + option + ": time " + std::string(item) +
-                            " ms is out of range (expected 0 to 1e9 ms)");
+      throw SettingError(
+          option, "time " + std::string(item) + " ms is out of range (expected 0 to 1e9 ms)");
     }
     values.push_back(ms);
     if (comma == std::string_view::npos) break;
@@ -618,16 +612,16 @@ std::vector<sim::TimeNs> times_for_devices(const std::string& option, const std:
   std::vector<sim::TimeNs> values;
   for (const double t : ms) {
     if (!(t >= 0 && t <= 1e9)) {
-      throw InvalidArgument("option " + option + ": time " + format_number(t) +
-                            " ms is out of range (expected 0 to 1e9 ms)");
+      throw SettingError(option,
+                         "time " + format_number(t) + " ms is out of range (expected 0 to 1e9 ms)");
     }
     values.push_back(sim::ms_to_ns(t));
   }
   if (values.size() == 1) values.resize(static_cast<std::size_t>(devices), values.front());
   if (values.size() != static_cast<std::size_t>(devices)) {
-    throw InvalidArgument(
-        "option " + option + ": expected one time in ms or " + std::to_string(devices) +
-        " comma-separated times (one per device), got " + std::to_string(values.size()));
+    throw SettingError(option, "expected one time in ms or " + std::to_string(devices) +
+                                   " comma-separated times (one per device), got " +
+                                   std::to_string(values.size()));
   }
   return values;
 }
@@ -636,8 +630,8 @@ sim::OpOverheads parse_op_overheads(const std::string& option, const std::string
   const auto ms = [&](std::string_view item) {
     const double value = parse_number(option, item, text);
     if (value < 0 || value > 1e6) {
-      throw InvalidArgument("option " + option + ": overhead " + std::string(item) +
-                            " ms is out of range (expected 0 to 1e6 ms)");
+      throw SettingError(
+          option, "overhead " + std::string(item) + " ms is out of range (expected 0 to 1e6 ms)");
     }
     return sim::ms_to_ns(value);
   };
@@ -655,8 +649,9 @@ sim::OpOverheads parse_op_overheads(const std::string& option, const std::string
     const std::string_view kind = item.substr(0, eq);
     const int k = kind == "F" ? 0 : kind == "B" ? 1 : kind == "W" ? 2 : -1;
     if (eq == std::string_view::npos || k < 0 || seen[k]) {
-      throw InvalidArgument("option " + option + ": expected MS or F=MS,B=MS,W=MS (each kind " +
-                            "at most once), got '" + text + "'");
+      throw SettingError(
+          option, std::string("expected MS or F=MS,B=MS,W=MS (each kind at most once), got '") +
+                      text + "'");
     }
     seen[k] = true;
     (k == 0 ? o.f_ns : k == 1 ? o.b_ns : o.w_ns) = ms(item.substr(eq + 1));
@@ -669,7 +664,7 @@ sim::OpOverheads parse_op_overheads(const std::string& option, const std::string
 sim::P2pMode parse_p2p(const std::string& option, const std::string& text) {
   if (text == "async") return sim::P2pMode::Async;
   if (text == "blocking") return sim::P2pMode::Blocking;
-  throw InvalidArgument("option " + option + ": expected async or blocking, got '" + text + "'");
+  throw SettingError(option, "expected async or blocking, got '" + text + "'");
 }
 
 const char* p2p_name(sim::P2pMode mode) {
@@ -701,12 +696,18 @@ sim::ScheduleParams params_for(const Scenario& in, const sim::ScheduleGenerator&
   sim::ScheduleParams params = in.params;
   params.mem_limit = in.mem_limit;
   if (in.mem_limit_given && !generator.takes_mem_limit() && !only_where_taken) {
-    throw InvalidArgument("option --mem-limit: schedule '" + std::string(generator.name()) +
-                          "' does not take a memory limit (zb-auto, zb-v, v-half and v-min do)");
+    throw SettingError("mem-limit",
+                       "schedule '" + std::string(generator.name()) +
+                           "' does not take a memory limit (zb-auto, zb-v, v-half and v-min do)");
   }
   const bool apply = in.chunks_given && (generator.takes_chunks_option() || !only_where_taken);
   if (!apply) params.chunks = generator.default_chunks();
   return params;
 }
+
+SettingError::SettingError(std::string setting, std::string problem)
+    : InvalidArgument("setting '" + setting + "': " + problem),
+      setting_(std::move(setting)),
+      problem_(std::move(problem)) {}
 
 }  // namespace bubblesim::analysis::app

@@ -17,6 +17,7 @@
 #include "models/transformer.h"
 #include "sim/cost_model.h"
 #include "sim/engine.h"
+#include "sim/error.h"
 #include "sim/network.h"
 #include "sim/schedule_registry.h"
 #include "traces/sampled_cost_model.h"
@@ -32,6 +33,21 @@ struct DefaultExample {
   static constexpr const char* kB = "18.086";
   static constexpr const char* kW = "9.337";
   static constexpr const char* kComm = "0.601";
+};
+
+// Bad input for one setting of a run: `setting` is its name (the study key, which is also the
+// long option of `bubblesim simulate`: "dp", "mem-limit"), `problem` what is wrong with it.
+// what() is "setting 'dp': problem"; the command line words it "option --dp: problem", a study
+// row or a runs file keeps what().
+class SettingError : public InvalidArgument {
+ public:
+  SettingError(std::string setting, std::string problem);
+  const std::string& setting() const { return setting_; }
+  const std::string& problem() const { return problem_; }
+
+ private:
+  std::string setting_;
+  std::string problem_;
 };
 
 // The GPU the times are for when a setting does not name one.
@@ -160,7 +176,8 @@ double estimated_run_bytes(const sim::ScheduleParams& params, bool chunks_given,
 // The default memory limit of a run: 80% of the machine's physical memory, in bytes.
 double default_max_memory_bytes();
 
-// `item`, a part of `text`, as a finite number; else InvalidArgument naming `option`.
+// The parsers below throw SettingError naming `option`, the setting ("f", "op-overhead").
+// `item`, a part of `text`, as a finite number.
 double parse_number(const std::string& option, std::string_view item, const std::string& text);
 // Parses "1.5" or "1.5,2,2.5": one time in ms for all devices or one per device, each
 // 0 <= t <= 1e9; `option` names the setting in messages.

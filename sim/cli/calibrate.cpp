@@ -219,7 +219,7 @@ int cmd_calibrate(const std::vector<std::string>& args, std::ostream& out, std::
   if (p2p == "fit") {
     modes = {sim::P2pMode::Async, sim::P2pMode::Blocking};
   } else {
-    modes = {parse_p2p("--p2p", p2p)};
+    modes = {parse_p2p("p2p", p2p)};
   }
   const auto started = std::chrono::steady_clock::now();
   const analysis::MeasuredRuns runs = analysis::load_measured_runs(vm["runs"].as<std::string>());

@@ -171,7 +171,7 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
     err << who << ": error: " << one_line(program_options_message(e, args)) << " (see '" << who
         << " --help')\n";
   } catch (const Error& e) {
-    err << who << ": error: " << one_line(e.what()) << '\n';
+    err << who << ": error: " << one_line(message_of(e)) << '\n';
   } catch (const std::exception& e) {
     err << who << ": " << one_line(e.what()) << '\n';
     return 1;

@@ -63,7 +63,7 @@ int cmd_compare(const std::vector<std::string>& args, const std::string& command
                                   in.out.empty() ? nullptr : &recording));
     } catch (const InvalidArgument& e) {
       if (chosen != "all") throw;
-      err << "bubblesim compare: note: " << g->name() << " left out: " << e.what() << '\n';
+      err << "bubblesim compare: note: " << g->name() << " left out: " << message_of(e) << '\n';
     }
   }
   if (runs.empty()) throw InvalidArgument("no schedule can run with these parameters");

@@ -124,7 +124,7 @@ std::optional<T> given(const po::variables_map& vm, const char* name) {
 std::optional<std::vector<double>> given_ms(const po::variables_map& vm, const char* name) {
   const std::optional<std::string> text = given<std::string>(vm, name);
   if (!text) return std::nullopt;
-  return app::parse_ms_list(std::string("--") + name, *text);
+  return app::parse_ms_list(name, *text);
 }
 
 }  // namespace
@@ -156,8 +156,8 @@ app::ScenarioSettings settings_from_options(const po::variables_map& vm) {
   s.comm_bytes = given<double>(vm, "comm-bytes");
   s.grad_bytes = given<double>(vm, "grad-bytes");
   if (const auto text = given<std::string>(vm, "op-overhead"))
-    s.op_overhead = parse_op_overheads("--op-overhead", *text);
-  if (const auto text = given<std::string>(vm, "p2p")) s.p2p = parse_p2p("--p2p", *text);
+    s.op_overhead = parse_op_overheads("op-overhead", *text);
+  if (const auto text = given<std::string>(vm, "p2p")) s.p2p = parse_p2p("p2p", *text);
   s.calibration = given<std::string>(vm, "calibration");
   s.max_memory_gb = given<double>(vm, "max-memory");
   s.keep_record = vm.count("out") != 0;
@@ -194,17 +194,24 @@ std::vector<double> parse_sweep(const std::string& option, const std::string& te
   }
   parts.push_back(parse_number(option, rest, text));
   if (parts.size() != 3 || parts[0] <= 0 || parts[1] < parts[0] || parts[2] <= 0) {
-    throw InvalidArgument("option " + option + ": expected FROM:TO:STEP with 0 < FROM <= TO and " +
-                          "STEP > 0, got '" + text + "'");
+    throw app::SettingError(
+        option, "expected FROM:TO:STEP with 0 < FROM <= TO and STEP > 0, got '" + text + "'");
   }
   const double steps = std::floor((parts[1] - parts[0]) / parts[2] + 1e-9);
   if (steps >= 1000) {
-    throw InvalidArgument("option " + option + ": '" + text + "' gives more than 1000 points");
+    throw app::SettingError(option, "'" + text + "' gives more than 1000 points");
   }
   std::vector<double> values;
   for (int i = 0; i <= static_cast<int>(steps); ++i)
     values.push_back(parts[0] + i * parts[2]);
   return values;
+}
+
+std::string message_of(const std::exception& e) {
+  if (const auto* setting = dynamic_cast<const app::SettingError*>(&e)) {
+    return "option --" + setting->setting() + ": " + setting->problem();
+  }
+  return e.what();
 }
 
 std::string program_options_message(const std::exception& e, const std::vector<std::string>& args) {

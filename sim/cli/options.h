@@ -37,6 +37,10 @@ void add_run_options(boost::program_options::options_description& desc);
 std::uint64_t parse_whole_number(const std::string& option, const std::string& text,
                                  std::uint64_t min, std::uint64_t max);
 
+// The message of an error as the command line words it: a setting's error names the option
+// ("option --dp: ..."), any other error is its what().
+std::string message_of(const std::exception& e);
+
 // The message of an error of Boost.Program_options raised parsing `args`, safely: its what()
 // loops forever when the offending token itself holds a placeholder such as "%original_token%"
 // (found by fuzzing), so when an argument holds a '%', a message of ours naming the option is

@@ -231,7 +231,7 @@ int cmd_simulate(const std::vector<std::string>& args, const std::string& comman
     in = read_run_inputs(vm);
     if (sweep) {
       const std::vector<SweepPoint> points = sweep_memory(
-          generator, in, parse_sweep("--mem-limit-sweep", vm["mem-limit-sweep"].as<std::string>()));
+          generator, in, parse_sweep("mem-limit-sweep", vm["mem-limit-sweep"].as<std::string>()));
       in.json ? write_sweep_json(out, points) : write_sweep_table(out, in, points);
       return 0;
     }

@@ -52,6 +52,27 @@ TEST(AppScenario, PerDeviceTimesMustMatchTheDevices) {
   EXPECT_EQ(make_scenario(s).device_costs[2].f_ns, 3'000'000);
 }
 
+// A bad setting is named as a setting, in no front end's words; the command line and a study
+// word it themselves (the CLI: "option --dp: ...").
+TEST(AppScenario, ErrorsNameTheSetting) {
+  ScenarioSettings s = uniform(4, 8, 1, 1, 1);
+  s.dp = 0;
+  try {
+    make_scenario(s);
+    FAIL() << "dp = 0 was accepted";
+  } catch (const SettingError& e) {
+    EXPECT_EQ(e.setting(), "dp");
+    EXPECT_EQ(std::string(e.what()), "setting 'dp': " + e.problem());
+    EXPECT_EQ(std::string(e.what()).find("--"), std::string::npos) << e.what();
+  }
+  try {
+    parse_ms_list("comm", "1,x");
+    FAIL() << "'x' was accepted as a time";
+  } catch (const SettingError& e) {
+    EXPECT_EQ(e.setting(), "comm");
+  }
+}
+
 TEST(AppScenario, AMemoryLimitGoesOnlyToSchedulesThatTakeOne) {
   ScenarioSettings settings = uniform(4, 8, 1, 1, 1);
   settings.mem_limit = 3;
