@@ -1,5 +1,7 @@
 #include "analysis/app/run.h"
 
+#include <fmt/format.h>
+
 #include <random>
 
 #include "sim/cost_model.h"
@@ -198,7 +200,19 @@ RunSummary run_schedule(std::string name, sim::Schedule& schedule,
 }  // namespace
 
 MonteCarloSummary monte_carlo(const sim::Schedule& schedule, const Scenario& in, int chunks,
-                              int samples, std::uint64_t seed) {
+                              int samples, std::uint64_t seed, bool allow_long) {
+  // An hour's worth of runs is refused unless asked for: the estimate is the ops simulated
+  // times a rate measured on the engine.
+  std::size_t ops = 0;
+  for (const auto& device : schedule.device_ops)
+    ops += device.size();
+  const double hours = static_cast<double>(ops) * samples / kMonteCarloOpsPerSecond / 3600;
+  if (hours > 1 && !allow_long) {
+    throw SettingError("samples", fmt::format("{} runs of {} ops would take about {:.1f} hours "
+                                              "(at about {:.0e} ops per second); give fewer "
+                                              "--samples, or --allow-long to run them anyway",
+                                              samples, ops, hours, kMonteCarloOpsPerSecond));
+  }
   traces::SampledCostModel costs(schedule, in.device_costs, in.device_samples, chunks);
   std::mt19937_64 rng(seed);
   std::vector<double> iteration_ms, bubble;
@@ -210,6 +224,38 @@ MonteCarloSummary monte_carlo(const sim::Schedule& schedule, const Scenario& in,
     bubble.push_back(result.metrics.bubble_rate);
   }
   return {samples, seed, distribution(std::move(iteration_ms)), distribution(std::move(bubble))};
+}
+
+std::vector<SweepPoint> memory_sweep(const Scenario& in, const sim::ScheduleGenerator& generator,
+                                     const std::vector<double>& factors) {
+  if (!generator.takes_mem_limit()) {
+    throw SettingError("mem-limit-sweep", "schedule '" + std::string(generator.name()) +
+                                              "' does not take a memory limit (zb-auto, zb-v, "
+                                              "v-half and v-min do)");
+  }
+  std::vector<SweepPoint> points;
+  for (const double factor : factors) {
+    RunRequest request;
+    request.generator = &generator;
+    request.params = params_for(in, generator, false);
+    request.params.mem_limit = factor * in.params.pp * in.device_costs.front().m_b;
+    points.push_back(SweepPoint{factor, run(in, request)});
+  }
+  return points;
+}
+
+TracedRun trace_run(const sim::Schedule& schedule, const Scenario& in, int chunks) {
+  const sim::PerDeviceCostModel costs(in.replicated ? in.replica_costs : in.device_costs, chunks);
+  sim::Engine engine(schedule, costs);
+  if (in.network) engine.set_network(*in.network);
+  engine.set_input_rule(in.input_rule);
+  engine.set_p2p(in.p2p);
+  sim::TransferLog transfers;
+  engine.add_observer(transfers);
+  TracedRun traced;
+  traced.timeline = engine.run();
+  traced.transfers = transfers.transfers();
+  return traced;
 }
 
 sim::Schedule generate_schedule(const sim::ScheduleGenerator& generator,

@@ -43,9 +43,33 @@ RunSummary run(const Scenario& scenario, const RunRequest& request);
 sim::Schedule generate_schedule(const sim::ScheduleGenerator& generator,
                                 const sim::ScheduleParams& params, const Scenario& scenario);
 
+// Ops per second a Monte Carlo run simulates (measured: 1F1B, p = 2, m = 64, 20000 samples).
+inline constexpr double kMonteCarloOpsPerSecond = 2e7;
+
 // `samples` runs of `schedule`, each op's duration drawn anew from its stage's profile samples
-// (Scenario::device_samples) by a generator seeded with `seed`.
+// (Scenario::device_samples) by a generator seeded with `seed`. An hour's worth of runs (the
+// schedule's ops times `samples` at kMonteCarloOpsPerSecond) is a SettingError ("samples")
+// unless `allow_long`.
 MonteCarloSummary monte_carlo(const sim::Schedule& schedule, const Scenario& scenario, int chunks,
-                              int samples, std::uint64_t seed);
+                              int samples, std::uint64_t seed, bool allow_long = false);
+
+// One point of a memory sweep: the limit as a multiple of p M_B, and the run.
+struct SweepPoint {
+  double limit_factor = 0;
+  RunSummary run;
+};
+// Runs `generator` in the scenario at each memory limit factor * p * M_B (device 0's M_B).
+// A generator that takes no memory limit is a SettingError ("mem-limit-sweep").
+std::vector<SweepPoint> memory_sweep(const Scenario& scenario,
+                                     const sim::ScheduleGenerator& generator,
+                                     const std::vector<double>& factors);
+
+// `schedule` run again in the scenario with its transfers logged (the plain run logs none, and
+// is faster), for a timeline export.
+struct TracedRun {
+  sim::Timeline timeline;
+  std::vector<sim::TransferEvent> transfers;
+};
+TracedRun trace_run(const sim::Schedule& schedule, const Scenario& scenario, int chunks);
 
 }  // namespace bubblesim::analysis::app

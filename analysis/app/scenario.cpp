@@ -167,11 +167,13 @@ void check_memory_estimate(const ScenarioSettings& s, const Scenario& in) {
   const double need = estimated_run_bytes(in.params, in.chunks_given, dp, s.keep_record);
   if (need > limit) {
     const double ops = need / (kSimulationBytesPerOp + (s.keep_record ? kRecordBytesPerOp : 0));
-    throw InvalidArgument(fmt::format(
-        "option --max-memory: this run needs about {:.4g} GB ({:.0f} ops at about {:.0f} bytes "
-        "each), more than the limit of {:.4g} GB ({}); give a larger --max-memory or fewer "
-        "devices or microbatches",
-        need / 1e9, ops, need / ops, limit / 1e9, source));
+    throw SettingError(
+        "max-memory",
+        fmt::format(
+            "this run needs about {:.4g} GB ({:.0f} ops at about {:.0f} bytes "
+            "each), more than the limit of {:.4g} GB ({}); give a larger --max-memory or fewer "
+            "devices or microbatches",
+            need / 1e9, ops, need / ops, limit / 1e9, source));
   }
 }
 

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/app/run.h"
 #include "analysis/app/run_summary.h"
 #include "sim/cli/options.h"
 #include "sim/metrics.h"
@@ -24,11 +25,7 @@ using app::MonteCarloSummary;
 using app::RunSummary;
 using app::samples_per_gpu_per_s;
 
-// One point of a --mem-limit-sweep: the limit as a multiple of p M_B, and the run.
-struct SweepPoint {
-  double limit_factor = 0;
-  RunSummary run;
-};
+using app::SweepPoint;
 
 // One JSON object (DESIGN.md §4) for a run, with `parameters_per_device` and
 // `model_share_per_device` (model_copies / pp) added.

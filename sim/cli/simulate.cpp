@@ -21,35 +21,6 @@ namespace bubblesim::cli {
 
 namespace po = boost::program_options;
 
-namespace {
-
-// Ops per second a Monte Carlo run simulates (measured: 1F1B, p = 2, m = 64, 20000 samples).
-constexpr double kMonteCarloOpsPerSecond = 2e7;
-
-}  // namespace
-
-// The limits of a --mem-limit-sweep, as multiples of p M_B, each simulated with `generator`.
-namespace {
-
-std::vector<SweepPoint> sweep_memory(const sim::ScheduleGenerator& generator, const RunInputs& in,
-                                     const std::vector<double>& factors) {
-  if (!generator.takes_mem_limit()) {
-    throw InvalidArgument("option --mem-limit-sweep: schedule '" + std::string(generator.name()) +
-                          "' does not take a memory limit (zb-auto, zb-v, v-half and v-min do)");
-  }
-  std::vector<SweepPoint> points;
-  for (const double factor : factors) {
-    sim::ScheduleParams params = params_for(in, generator, false);
-    params.mem_limit = factor * in.params.pp * in.device_costs.front().m_b;
-    sim::Schedule schedule;
-    points.push_back(SweepPoint{
-        factor, run_schedule(std::string(generator.name()), schedule, &generator, params, in)});
-  }
-  return points;
-}
-
-}  // namespace
-
 int cmd_simulate(const std::vector<std::string>& args, const std::string& command_line,
                  std::ostream& out) {
   po::options_description desc("options");
@@ -230,8 +201,8 @@ int cmd_simulate(const std::vector<std::string>& args, const std::string& comman
     const sim::ScheduleGenerator& generator = registry.get(vm["schedule"].as<std::string>());
     in = read_run_inputs(vm);
     if (sweep) {
-      const std::vector<SweepPoint> points = sweep_memory(
-          generator, in, parse_sweep("mem-limit-sweep", vm["mem-limit-sweep"].as<std::string>()));
+      const std::vector<SweepPoint> points = app::memory_sweep(
+          in, generator, parse_sweep("mem-limit-sweep", vm["mem-limit-sweep"].as<std::string>()));
       in.json ? write_sweep_json(out, points) : write_sweep_table(out, in, points);
       return 0;
     }
@@ -246,35 +217,17 @@ int cmd_simulate(const std::vector<std::string>& args, const std::string& comman
         "--cluster, --dp or --optimizer-sync");
   }
   if (samples > 0) {
-    // An hour's worth of runs is refused unless asked for: the estimate is the ops simulated
-    // times a rate measured on the engine (2e7 ops per second on one core, 1F1B, p = 2, m = 64).
-    std::size_t ops = 0;
-    for (const auto& device : schedule.device_ops)
-      ops += device.size();
-    const double hours = static_cast<double>(ops) * samples / kMonteCarloOpsPerSecond / 3600;
-    if (hours > 1 && !vm["allow-long"].as<bool>()) {
-      throw InvalidArgument(fmt::format(
-          "option --samples: {} runs of {} ops would take about {:.1f} hours (at about {:.0e} "
-          "ops per second); give fewer --samples, or --allow-long to run them anyway",
-          samples, ops, hours, kMonteCarloOpsPerSecond));
-    }
     run.monte_carlo =
         app::monte_carlo(schedule, in, run.params.chunks, samples,
-                         parse_whole_number("--seed", vm["seed"].as<std::string>(), 0, UINT64_MAX));
+                         parse_whole_number("--seed", vm["seed"].as<std::string>(), 0, UINT64_MAX),
+                         vm["allow-long"].as<bool>());
   }
   if (schedule_file) traces::save_schedule_csv(*schedule_file, schedule, format);
   if (trace_file) {
-    // Run again with an observer for the transfers: the plain run needs none, and is faster.
+    const app::TracedRun traced = app::trace_run(schedule, in, run.params.chunks);
     const sim::PerDeviceCostModel costs(in.replicated ? in.replica_costs : in.device_costs,
                                         run.params.chunks);
-    sim::Engine engine(schedule, costs);
-    if (in.network) engine.set_network(*in.network);
-    engine.set_input_rule(in.input_rule);
-    engine.set_p2p(in.p2p);
-    sim::TransferLog transfers;
-    engine.add_observer(transfers);
-    const sim::Timeline timeline = engine.run();
-    traces::save_perfetto_trace(*trace_file, schedule, timeline, transfers.transfers(), costs);
+    traces::save_perfetto_trace(*trace_file, schedule, traced.timeline, traced.transfers, costs);
   }
   if (!in.out.empty()) write_results(*results_file, in, std::span(&run, 1), command_line);
   for (std::optional<sim::OutputFile>* file : {&schedule_file, &trace_file, &results_file}) {
