@@ -128,7 +128,7 @@ RunSummary run_replicated(std::string name, sim::Schedule& schedule,
                           const Scenario& in, std::optional<double> exact_time_limit_s,
                           const RunRequest* recording) {
   if (exact_time_limit_s) {
-    throw SettingError("exact", "cannot be combined with --cluster, --dp or --optimizer-sync");
+    throw SettingError("exact", "cannot be combined with cluster, dp or optimizer-sync");
   }
   const auto p = static_cast<std::size_t>(in.params.pp);
   std::vector<sim::Schedule> replicas;
@@ -178,7 +178,7 @@ RunSummary run_schedule(std::string name, sim::Schedule& schedule,
                           recording);
   }
   if (exact_time_limit_s && in.input_rule != sim::InputRule::All) {
-    throw SettingError("exact", "cannot be combined with --paper-evaluator");
+    throw SettingError("exact", "cannot be combined with paper-evaluator");
   }
   const sim::PerDeviceCostModel costs(in.device_costs, params.chunks);
   std::optional<ExactSummary> exact;
@@ -210,7 +210,7 @@ MonteCarloSummary monte_carlo(const sim::Schedule& schedule, const Scenario& in,
   if (hours > 1 && !allow_long) {
     throw SettingError("samples", fmt::format("{} runs of {} ops would take about {:.1f} hours "
                                               "(at about {:.0e} ops per second); give fewer "
-                                              "--samples, or --allow-long to run them anyway",
+                                              "samples, or allow-long to run them anyway",
                                               samples, ops, hours, kMonteCarloOpsPerSecond));
   }
   traces::SampledCostModel costs(schedule, in.device_costs, in.device_samples, chunks);

@@ -55,8 +55,8 @@ void apply_model(const ScenarioSettings& s, Scenario& in, std::vector<sim::TimeN
   const std::vector<models::StageEstimate> stages = models::estimate_stages(model, in.params.pp);
   auto time = [&](double flops) {
     return sim::derived_ms_to_ns(models::flops_to_ms(flops, gpu, efficiency),
-                                 "--model " + (s.model ? *s.model : model.name) + " on " +
-                                     gpu.name + " at efficiency " + format_number(efficiency));
+                                 "model " + (s.model ? *s.model : model.name) + " on " + gpu.name +
+                                     " at efficiency " + format_number(efficiency));
   };
   for (std::size_t d = 0; d < stages.size(); ++d) {
     if (!s.f_ms) f[d] = time(stages[d].f_flops);
@@ -161,7 +161,7 @@ void check_memory_estimate(const ScenarioSettings& s, const Scenario& in) {
       throw SettingError("max-memory", "expected GB > 0, got " + format_number(gb));
     }
     limit = gb * 1e9;
-    source = "--max-memory";
+    source = "max-memory";
   }
   const int dp = std::clamp(s.dp.value_or(1), 1, 4096);  // checked with its message later
   const double need = estimated_run_bytes(in.params, in.chunks_given, dp, s.keep_record);
@@ -171,7 +171,7 @@ void check_memory_estimate(const ScenarioSettings& s, const Scenario& in) {
         "max-memory",
         fmt::format(
             "this run needs about {:.4g} GB ({:.0f} ops at about {:.0f} bytes "
-            "each), more than the limit of {:.4g} GB ({}); give a larger --max-memory or fewer "
+            "each), more than the limit of {:.4g} GB ({}); give a larger max-memory or fewer "
             "devices or microbatches",
             need / 1e9, ops, need / ops, limit / 1e9, source));
   }
@@ -206,23 +206,22 @@ void apply_cluster(const ScenarioSettings& s, Scenario& in, bool from_file) {
   const bool has_cluster = s.cluster.has_value();
   in.replicated = has_cluster || in.dp > 1 || in.iteration.sync != models::OptimizerSync::None;
   if (in.replicated && in.input_rule != sim::InputRule::All) {
-    throw SettingError("paper-evaluator",
-                       "cannot be combined with --cluster, --dp or --optimizer-sync");
+    throw SettingError("paper-evaluator", "cannot be combined with cluster, dp or optimizer-sync");
   }
   const bool model = has_model(s);
   for (const auto& [name, given] : {std::pair{"optimizer-ms", s.optimizer_ms.has_value()},
                                     std::pair{"comm-bytes", s.comm_bytes.has_value()},
                                     std::pair{"grad-bytes", s.grad_bytes.has_value()}}) {
     if (given && !in.replicated) {
-      throw SettingError(name, "applies only with --cluster, --dp or --optimizer-sync");
+      throw SettingError(name, "applies only with cluster, dp or optimizer-sync");
     }
   }
   if (!in.replicated) return;
   if (from_file && in.dp > 1) {
-    throw SettingError("dp", "cannot be combined with --schedule-file");
+    throw SettingError("dp", "cannot be combined with a schedule file");
   }
   if (in.dp > 1 && !has_cluster) {
-    throw SettingError("dp", "the replicas' all-reduce needs the links of --cluster FILE");
+    throw SettingError("dp", "the replicas' all-reduce needs the links of a cluster");
   }
   const int p = in.params.pp;
   const std::size_t logical = static_cast<std::size_t>(p) * static_cast<std::size_t>(in.dp);
@@ -234,8 +233,8 @@ void apply_cluster(const ScenarioSettings& s, Scenario& in, bool from_file) {
     in.cluster_path = *s.cluster;
     if (s.comm_ms) {
       throw SettingError("comm",
-                         "with --cluster the cluster's links time the transfers "
-                         "(give --comm-bytes for their size)");
+                         "with a cluster, its links time the transfers "
+                         "(give comm-bytes for their size)");
     }
     cluster = models::load_cluster(in.cluster_path);
     in.physical_device = models::place(cluster, p, in.dp);
@@ -256,8 +255,7 @@ void apply_cluster(const ScenarioSettings& s, Scenario& in, bool from_file) {
   } else if (model) {
     comm_bytes = in.model_transfer_bytes;
   } else if (has_cluster) {
-    throw SettingError("cluster",
-                       "the size of the transfers is unknown; give --comm-bytes or --model");
+    throw SettingError("cluster", "the size of the transfers is unknown; give comm-bytes or model");
   }
   std::vector<double> grad_bytes(static_cast<std::size_t>(p), 0);
   if (s.grad_bytes) {
@@ -270,7 +268,7 @@ void apply_cluster(const ScenarioSettings& s, Scenario& in, bool from_file) {
     for (int d = 0; d < p; ++d)
       grad_bytes[static_cast<std::size_t>(d)] = 2 * in.parameters[static_cast<std::size_t>(d)];
   } else if (in.dp > 1) {
-    throw SettingError("dp", "the gradients' size is unknown; give --grad-bytes or --model");
+    throw SettingError("dp", "the gradients' size is unknown; give grad-bytes or model");
   }
   double optimizer_ms = -1;
   if (s.optimizer_ms) {
@@ -365,11 +363,11 @@ void apply_cluster(const ScenarioSettings& s, Scenario& in, bool from_file) {
 }
 
 // The file's value of setting `flag`, which the user may repeat but not contradict.
-int from_schedule(const std::optional<int>& given, const char* flag, int value,
+int from_schedule(const std::optional<int>& given, const char* setting, int value,
                   const std::string& what) {
   if (given && *given != value) {
-    throw InvalidArgument(std::string("option ") + flag + " is " + std::to_string(*given) +
-                          ", but the schedule file has " + std::to_string(value) + " " + what);
+    throw SettingError(setting, std::to_string(*given) + " given, but the schedule file has " +
+                                    std::to_string(value) + " " + what);
   }
   return value;
 }
@@ -389,12 +387,12 @@ void set_sizes(const ScenarioSettings& s, const ScheduleFileInput& file, Scenari
     throw InvalidArgument(file.path + ": the schedule file's " +
                           std::to_string(schedule.num_stages()) +
                           " stages are not spread evenly over its " + std::to_string(devices) +
-                          " ranks, so --f/--b/--w cannot be split into chunks");
+                          " ranks, so the f, b and w times cannot be split into chunks");
   }
-  in.params.pp = from_schedule(s.pp, "-p/--pp", devices, "ranks");
+  in.params.pp = from_schedule(s.pp, "pp", devices, "ranks");
   in.params.microbatches =
-      from_schedule(s.microbatches, "-m/--microbatches", schedule.num_microbatches, "microbatches");
-  in.params.chunks = from_schedule(s.chunks, "-v/--chunks", schedule.route_stages() / devices,
+      from_schedule(s.microbatches, "microbatches", schedule.num_microbatches, "microbatches");
+  in.params.chunks = from_schedule(s.chunks, "chunks", schedule.route_stages() / devices,
                                    "stages per rank on each microbatch's route");
   in.chunks_given = true;
 }
@@ -416,7 +414,7 @@ Scenario make_scenario(const ScenarioSettings& s, const ScheduleFileInput& file)
     in.profile = *s.profile;
     if (in.profile.empty()) throw SettingError("profile", "expected a file name");
     if (from_file) {
-      throw SettingError("profile", "cannot be combined with --schedule-file (yet)");
+      throw SettingError("profile", "cannot be combined with a schedule file (yet)");
     }
     profile = analysis::read_profile(in.profile);
     if (!s.pp) {
@@ -488,13 +486,15 @@ Scenario make_scenario(const ScenarioSettings& s, const ScheduleFileInput& file)
   if (worst * p * in.params.microbatches >
       static_cast<long double>(std::numeric_limits<sim::TimeNs>::max() / 4)) {
     throw InvalidArgument(
-        "options --f/--b/--w/--comm with -p/-m: the iteration could last more than 70 years of "
+        "the times f, b, w and comm with pp and microbatches: the iteration could last more than "
+        "70 "
+        "years of "
         "simulated time; use smaller times or fewer microbatches");
   }
   apply_cluster(s, in, from_file);
   if (in.network && in.p2p != sim::P2pMode::Async) {
     throw SettingError("p2p",
-                       "blocking transfers cannot be timed over --cluster's network; give --comm "
+                       "blocking transfers cannot be timed over a cluster's network; give comm "
                        "(the time of one hop) instead");
   }
   return in;
