@@ -5,6 +5,7 @@
 
 #include "sim/engine.h"
 #include "sim/op_graph.h"
+#include "sim/schedules/justify.h"
 
 namespace bubblesim::sim {
 
@@ -60,7 +61,8 @@ class Improver {
     Evaluation best = std::move(*start);
     ImproveResult result;
     result.before_ns = best.score.max_span_ns;
-    for (bool improved = true; improved && has_budget();) {
+    justify_rounds(best);
+    for (bool improved = limits_.local_moves; improved && has_budget();) {
       improved = false;
       for (const Move& move : moves(best)) {
         if (!has_budget()) break;
@@ -82,6 +84,31 @@ class Improver {
   }
 
  private:
+  // Forward-backward justification (justify.h) from the best schedule, round after round from
+  // each result, keeping the best, until kStale rounds in a row bring nothing better.
+  void justify_rounds(Evaluation& best) {
+    constexpr int kStale = 3;
+    Schedule from = current_;
+    Timeline timeline = best.timeline;
+    for (int stale = 0; stale < kStale && has_budget(kJustifyRuns);) {
+      spent_ += (kJustifyRuns - 1) * ops_;
+      std::optional<Schedule> next = justify(from, timeline, costs_, limits_.memory_limit);
+      if (!next) break;
+      std::optional<Evaluation> tried = evaluate(*next);
+      if (!tried) break;
+      ++stale;
+      if (tried->score.better_than(best.score)) {
+        current_ = *next;
+        best = *tried;
+        stale = 0;
+      }
+      from = std::move(*next);
+      timeline = std::move(tried->timeline);
+    }
+  }
+  // What one round of justification costs, in engine runs (the passes cost about two).
+  static constexpr std::size_t kJustifyRuns = 3;
+
   bool has_budget(std::size_t runs = 1) const { return spent_ + runs * ops_ <= limits_.budget_ops; }
 
   std::optional<Evaluation> evaluate(const Schedule& schedule) {

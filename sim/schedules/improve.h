@@ -6,7 +6,8 @@
 // schedule worse than its input by that order, and never lets a device's activation memory
 // exceed its limit (a move that would is not tried).
 //
-// How: repeatedly time the schedule with the engine (Engine::run_validated), then look at the
+// How: first forward-backward justification (justify.h), round after round while it helps;
+// then repeatedly time the schedule with the engine (Engine::run_validated), then look at the
 // idle gaps of the devices, longest device first and longest gap first, and try the moves
 // that could close each gap, keeping the first that makes the schedule better:
 //  - a pending W of the device (its B already run before the gap) moved into the gap;
@@ -32,6 +33,8 @@ struct ImproveLimits {
   // under two runs' worth, the schedule is returned as it is, untimed (before_ns = after_ns
   // = 0).
   std::size_t budget_ops = 0;
+  // Whether the local moves run after the forward-backward justification (justify.h).
+  bool local_moves = true;
 };
 
 struct ImproveResult {

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <bit>
+#include <cstdio>
+#include <cstdlib>
 #include <optional>
 
 #include "sim/cost_model.h"
@@ -28,10 +30,12 @@ struct Choices {
   bool lookahead = false;  // wait for the preferred op when it arrives before the other ends
   bool feed = false;       // between a startable F and B: the one whose next device is free first
   bool commit = false;     // a chunk-1 F or B whose input is known goes first, however late
+  bool tight_w = false;    // a pending W goes first while the memory has room for less than
+                           // two more F (it frees memory that the next F's will need)
 
   static constexpr int kNoCap = 1 << 30;
   // The five yes/no choices from the bits of `bits` (0 is the defaults above).
-  static constexpr int kCombinations = 512;
+  static constexpr int kCombinations = 1024;
   // The first five bits: the choices phase 2 varies per device (the later three are kept).
   static constexpr int kDeviceCombinations = 32;
   Choices with_rules_of(const Choices& other) const {
@@ -40,13 +44,14 @@ struct Choices {
     out.lookahead = other.lookahead;
     out.feed = other.feed;
     out.commit = other.commit;
+    out.tight_w = other.tight_w;
     return out;
   }
   static Choices from_bits(int bits, int cap) {
-    return Choices{(bits & 1) != 0,  (bits & 2) != 0,  (bits & 4) == 0,
-                   (bits & 8) == 0,  (bits & 16) != 0, cap,
-                   (bits & 32) != 0, (bits & 64) != 0, (bits & 128) != 0,
-                   (bits & 256) != 0};
+    return Choices{(bits & 1) != 0,   (bits & 2) != 0,  (bits & 4) == 0,
+                   (bits & 8) == 0,   (bits & 16) != 0, cap,
+                   (bits & 32) != 0,  (bits & 64) != 0, (bits & 128) != 0,
+                   (bits & 256) != 0, (bits & 512) != 0};
   }
   friend bool operator==(const Choices&, const Choices&) = default;
 };
@@ -203,6 +208,13 @@ class VGreedy {
       }
     }
 
+    const bool wl_pending = cl.w < cl.b, wh_pending = ch.w < ch.b;
+    if (choices.tight_w && (wl_pending || wh_pending) &&
+        held + 2 * std::max(kl.f_delta, kh.f_delta) > room) {
+      const int w_stage =
+          (choices.lower_stage_backward_first ? wl_pending : !wh_pending) ? low : high;
+      return Pick{free, OpKind::W, w_stage};
+    }
     bool forward_first = choices.forward_first;
     if (choices.feed && f.start_ns == free && b.start_ns == free) {
       forward_first = consumer_free(f) < consumer_free(b);
@@ -346,7 +358,7 @@ class VSearch {
   static constexpr std::size_t kUniformOps = 1'000'000;
   // Phase 1's budget shrinks with the square of the size: kUniformScale / ops of a run.
   static constexpr std::size_t kUniformScale = 4'000'000'000;
-  static constexpr std::size_t kRefineOps = 1'000'000;
+  static constexpr std::size_t kRefineOps = 5'000'000;
   static constexpr std::size_t kStarts = 4;  // results of phase 1 that phase 2 starts from
 
   VSearch(int p, int m, const std::vector<StageCosts>& costs, const std::vector<double>& limit)
@@ -529,7 +541,14 @@ class VBlock {
 
   // The block with period `period_ns` (its ops' start times), or false when a W finds no
   // room in its device's cycle.
-  bool lay_out(TimeNs period_ns) {
+  // Extra waits of the block's chains: after each forward of chunk 0 and of chunk 1, each
+  // backward of chunk 1 and of chunk 0, and before each W (slack that keeps the order's shape
+  // when other costs time it, for more memory).
+  struct Gaps {
+    TimeNs f0_ns = 0, f1_ns = 0, b1_ns = 0, b0_ns = 0, w_ns = 0;
+  };
+
+  bool lay_out(TimeNs period_ns, const Gaps& gaps = Gaps{0, 0, 0, 0, 0}) {
     period_ns_ = period_ns;
     const std::vector<int> device = v_placement(p_);
     busy_.assign(static_cast<std::size_t>(p_), {});
@@ -541,7 +560,7 @@ class VBlock {
       const std::optional<TimeNs> at = place(device[static_cast<std::size_t>(s)], ready, c.f_ns);
       if (!at) return false;
       block_.push_back({Op{OpKind::F, s, s < p_ ? 0 : 1, 0}, *at});
-      ready = *at + c.f_ns + c.f_out_ns;
+      ready = *at + c.f_ns + c.f_out_ns + (s < p_ ? gaps.f0_ns : gaps.f1_ns);
     }
     std::vector<TimeNs> b_end(static_cast<std::size_t>(stages));
     for (int s = stages - 1; s >= 0; --s) {  // the backwards, down it
@@ -549,8 +568,8 @@ class VBlock {
       const std::optional<TimeNs> at = place(device[static_cast<std::size_t>(s)], ready, c.b_ns);
       if (!at) return false;
       block_.push_back({Op{OpKind::B, s, s < p_ ? 0 : 1, 0}, *at});
-      b_end[static_cast<std::size_t>(s)] = *at + c.b_ns;
-      ready = *at + c.b_ns + c.b_out_ns;
+      b_end[static_cast<std::size_t>(s)] = *at + c.b_ns + gaps.w_ns;
+      ready = *at + c.b_ns + c.b_out_ns + (s < p_ ? gaps.b0_ns : gaps.b1_ns);
     }
     for (int s = stages - 1; s >= 0; --s) {  // each W after its B
       const StageCosts& c = costs_[static_cast<std::size_t>(s)];
@@ -559,6 +578,12 @@ class VBlock {
       if (!at) return false;
       block_.push_back({Op{OpKind::W, s, s < p_ ? 0 : 1, 0}, *at});
     }
+    // Start times from 0 (the late forwards start before it): a common shift keeps the order.
+    TimeNs first = kNever;
+    for (const auto& entry : block_)
+      first = std::min(first, entry.second);
+    for (auto& entry : block_)
+      entry.second -= first;
     return true;
   }
 
@@ -666,31 +691,115 @@ class VBlock {
   std::vector<std::pair<Op, TimeNs>> block_;                  // op and start time
 };
 
-// The best repeated building block within the memory limit, over periods from the shortest to
-// twice it (the shortest periods that fit first, a few of them timed by the engine), with its
-// largest device span; nothing when no period fits.
-std::optional<std::pair<Schedule, TimeNs>> best_v_block(int p, int m,
-                                                        const std::vector<StageCosts>& costs,
-                                                        const std::vector<double>& limit,
-                                                        const CostModel& model) {
+// Ops the engine may simulate justifying each candidate: 30 runs at 2,000 ops, none at
+// p = 32, m = 256 (49k ops).
+constexpr std::size_t kJustifyOps = 1'200'000'000;
+
+// Pipelines of more ops skip the unit-cost candidates (the block and the order of unit
+// costs): their edges weigh little beside m periods, where the real-cost block does as well,
+// and their engine runs would take p = 32, m = 256 past its time budget.
+constexpr std::size_t kUnitCostOps = 30'000;
+// Ops the engine may simulate timing blocks with waits (v_blocks): 250 blocks at 4,000 ops,
+// 40 at 25,000.
+constexpr std::size_t kGapOps = 1'000'000;
+// The time of one op in the blocks of unit costs.
+constexpr TimeNs kUnitNs = 1000;
+
+// The table with every op taking kUnitNs and free transfers; the memory deltas kept.
+std::vector<StageCosts> unit_costs(std::vector<StageCosts> costs) {
+  for (StageCosts& c : costs) {
+    c.f_ns = c.b_ns = c.w_ns = kUnitNs;
+    c.f_out_ns = c.b_out_ns = 0;
+  }
+  return costs;
+}
+
+// A schedule and its largest device span.
+using Timed = std::pair<Schedule, TimeNs>;
+
+// Repeated building blocks within the memory limit, each timed by the engine with the real
+// costs; the best of each kind:
+//  1. laid out from the real costs, at periods from the shortest T0 to twice it (the shortest
+//     that fit first: 3 of them, or 1 for large pipelines);
+//  2. only for pipelines of at most kUnitCostOps ops, with waits of 0, 1 or 2 steps after
+//     the ops of each chain (VBlock::Gaps: 3^5 combinations): of unit costs (every op one
+//     unit, free transfers, the real memory) at the shortest period, a step being a unit (the
+//     controllable-memory paper builds V-Min and V-Half from such blocks, and a block with
+//     slack keeps its shape when the real costs time its order); then of the real costs, a
+//     step being T0 / 6, at the periods of 1. Within kGapOps simulated ops in all.
+// A kind is missing when no layout fits.
+std::vector<Timed> v_blocks(int p, int m, const std::vector<StageCosts>& costs,
+                            const std::vector<double>& limit, const CostModel& model) {
   constexpr int kSteps = 32;  // periods tried: T0 (1 + j / kSteps), j = 0..kSteps
-  // Periods that fit, timed by the engine: 3, or 1 for large pipelines (p = 32, m = 256).
   constexpr std::size_t kTimedOps = 60'000;
+  constexpr int kGapSteps = 3;                         // waits of 0, 1, 2 steps
+  constexpr int kGapCombinations = 3 * 3 * 3 * 3 * 3;  // over the five chains
   const std::size_t ops = static_cast<std::size_t>(6 * p) * static_cast<std::size_t>(m);
   const int timed_max = ops > kTimedOps ? 1 : 3;
+  std::vector<Timed> out;
+  std::optional<Timed> best;
+  std::size_t spent = 0;
+  // Times the block if it fits the memory limit.
+  auto time = [&](const VBlock& laid) {
+    if (!laid.within(m, limit)) return false;
+    Schedule schedule = laid.repeat(m);
+    const TimeNs span = Engine(schedule, model).run().max_span_ns();
+    spent += ops;
+    if (!best || span < best->second) best.emplace(std::move(schedule), span);
+    return true;
+  };
+  auto keep_best = [&] {
+    if (best) out.push_back(std::move(*best));
+    best.reset();
+  };
+  auto gaps = [](int combination, TimeNs step_ns) {
+    TimeNs wait[5];
+    for (int k = 0; k < 5; ++k, combination /= kGapSteps)
+      wait[k] = combination % kGapSteps * step_ns;
+    return VBlock::Gaps{wait[0], wait[1], wait[2], wait[3], wait[4]};
+  };
+
   VBlock block(p, costs);
   const TimeNs t0 = block.min_period_ns();
-  std::optional<std::pair<Schedule, TimeNs>> best;
-  int timed = 0;
-  for (int j = 0; j <= kSteps && timed < timed_max; ++j) {
-    if (!block.lay_out(t0 + t0 * j / kSteps)) continue;
-    if (!block.within(m, limit)) continue;
-    Schedule schedule = block.repeat(m);
-    const TimeNs span = Engine(schedule, model).run().max_span_ns();
-    ++timed;
-    if (!best || span < best->second) best.emplace(std::move(schedule), span);
+  std::vector<TimeNs> periods;  // that fit
+  for (int j = 0; j <= kSteps && periods.size() < static_cast<std::size_t>(timed_max); ++j) {
+    const TimeNs period = t0 + t0 * j / kSteps;
+    if (block.lay_out(period) && time(block)) periods.push_back(period);
   }
-  return best;
+  if (ops > kUnitCostOps) {
+    keep_best();
+    return out;
+  }
+  const std::vector<StageCosts> unit = unit_costs(costs);
+  VBlock unit_block(p, unit);
+  std::optional<Timed> real_best = std::move(best);
+  best.reset();
+  for (int g = 0; g < kGapCombinations && spent + ops <= kGapOps; ++g) {
+    if (unit_block.lay_out(unit_block.min_period_ns(), gaps(g, kUnitNs))) time(unit_block);
+  }
+  keep_best();
+  best = std::move(real_best);
+  for (const TimeNs period : periods) {
+    for (int g = 1; g < kGapCombinations && spent + ops <= kGapOps; ++g) {
+      if (block.lay_out(period, gaps(g, t0 / 6))) time(block);
+    }
+  }
+  keep_best();
+  return out;
+}
+
+// The order the search finds when every op takes the same time and transfers are free (the
+// real memory deltas kept, so the order holds the limit), timed with the real costs: an order
+// that does not chase the costs, a candidate beside the cost-aware ones.
+std::optional<Timed> unit_cost_order(int p, int m, const std::vector<StageCosts>& costs,
+                                     const std::vector<double>& limit, const CostModel& model) {
+  const std::vector<StageCosts> unit = unit_costs(costs);
+  VSearch search(p, m, unit, limit);
+  search.run();
+  if (!search.best()) return std::nullopt;
+  Schedule schedule = std::move(search.best_schedule());
+  const TimeNs span = Engine(schedule, model).run().max_span_ns();
+  return std::pair{std::move(schedule), span};
 }
 
 // The three V schedules differ in their default memory limit (in whole-stage M_B).
@@ -750,22 +859,51 @@ class VShape final : public ScheduleGenerator {
     const std::vector<StageCosts> stage_cost = stage_costs(v_placement(p), costs);
     VSearch search(p, m, stage_cost, limit);
     search.run();
-    std::optional<std::pair<Schedule, TimeNs>> block =
-        search.best() && search.best()->no_bubble ? std::nullopt
-                                                  : best_v_block(p, m, stage_cost, limit, costs);
-    if (block && (!search.best() || block->second < search.best()->max_span_ns)) {
-      search.best_schedule() = std::move(block->first);
-    } else if (!search.best()) {
+    std::vector<Timed> candidates;
+    if (search.best())
+      candidates.emplace_back(std::move(search.best_schedule()), search.best()->max_span_ns);
+    if (!search.best() || !search.best()->no_bubble) {
+      for (Timed& block : v_blocks(p, m, stage_cost, limit, costs))
+        candidates.push_back(std::move(block));
+      const bool small =
+          static_cast<std::size_t>(6 * p) * static_cast<std::size_t>(m) <= kUnitCostOps;
+      std::optional<Timed> order;
+      if (small) order = unit_cost_order(p, m, stage_cost, limit, costs);
+      if (order) candidates.push_back(std::move(*order));
+    }
+    if (candidates.empty()) {
       throw InvalidArgument("schedule '" + std::string(name()) +
                             "': no schedule found within the memory limit " +
                             format_number(limit.front()) + "; try a limit closer to p*M_B");
     }
-    Schedule& schedule = search.best_schedule();
-    // The greedy timed and sized the schedule from the per-stage table. Checking the table
-    // against the cost model op by op keeps its timing the engine's and its peaks within the
-    // limit, at a fraction of the cost of running the engine again.
-    for (int d = 0; d < p; ++d) {
-      const auto i = static_cast<std::size_t>(d);
+    for (const Timed& candidate : candidates)
+      check(candidate.first, stage_cost, limit, costs);
+    // Each candidate justified (improve.h, without local moves: a few engine runs), as a
+    // block's order squeezed at its ends can beat a greedy's that was shorter before.
+    if (params.improve && candidates.size() > 1) {
+      const std::size_t budget = kJustifyOps / candidates.front().first.num_ops();
+      for (Timed& candidate : candidates) {
+        ImproveResult justified =
+            improve_schedule(candidate.first, costs, ImproveLimits{limit, budget, false});
+        if (justified.runs > 0) candidate = {std::move(justified.schedule), justified.after_ns};
+      }
+    }
+    Timed& best =
+        *std::min_element(candidates.begin(), candidates.end(),
+                          [](const Timed& a, const Timed& b) { return a.second < b.second; });
+    if (!params.improve) return std::move(best.first);
+    return improve_schedule(best.first, costs,
+                            ImproveLimits{limit, improve_budget_ops(best.first.num_ops())})
+        .schedule;
+  }
+
+  // The candidates were timed and sized from the per-stage table. Checking the table against
+  // the cost model op by op keeps their timing the engine's and their peaks within the limit,
+  // at a fraction of the cost of running the engine again.
+  static void check(const Schedule& schedule, const std::vector<StageCosts>& stage_cost,
+                    const std::vector<double>& limit, const CostModel& costs) {
+    for (std::size_t i = 0; i < schedule.device_ops.size(); ++i) {
+      const int d = static_cast<int>(i);
       double held = 0;
       for (const Op& op : schedule.device_ops[i]) {
         const StageCosts& c = stage_cost[static_cast<std::size_t>(op.stage)];
@@ -779,12 +917,6 @@ class VShape final : public ScheduleGenerator {
                         "the V greedy exceeded its memory limit on device " + std::to_string(d));
       }
     }
-    if (params.improve) {
-      return improve_schedule(schedule, costs,
-                              ImproveLimits{limit, improve_budget_ops(schedule.num_ops())})
-          .schedule;
-    }
-    return std::move(schedule);
   }
 
  private:

@@ -17,20 +17,27 @@
 //        shortest result (the first with zero bubble). Its budget is bounded by the ops it
 //        simulates, shrinking with the square of the size: small pipelines try thousands of
 //        runs; p = 32, m = 256 (49k ops a run) runs the greedy once or twice (a few ms).
-//        For small pipelines (p * cap * 32 runs within 1M simulated ops) the choices are
+//        For small pipelines (p * cap * 32 runs within 5M simulated ops) the choices are
 //        then refined per device by coordinate descent.
 //        The greedy takes each op's cost to depend on its kind and stage only, not on its
 //        microbatch (generate() checks it against the cost model).
 //        With T_F = T_B = T_W and T_comm = 0 it reaches zero bubble at peak p M_B for
 //        m >= 2p (the tests check p up to 16, and 32). The limit is never exceeded.
 //        `bubblesim validate` compares it with the zero-bubble authors' own scheduler.
-//        Unless the greedy reached zero bubble, a repeated building block competes with
-//        it (the controllable-memory paper's construction, laid out from the real costs):
-//        one microbatch's ops on a cycle of period T per device, each at the earliest time
-//        its input allows where the cycle is free, the block repeated every T; periods from
-//        the busiest device's work up to twice it, the shortest that fit the limit timed by
-//        the engine (3, or 1 beyond 60k ops). The shorter schedule is kept, then improved
-//        (sim/schedules/improve.h) within the budget of improve_budget_ops.
+//        Unless the greedy reached zero bubble, repeated building blocks compete with it
+//        (the controllable-memory paper's construction): one microbatch's ops on a cycle of
+//        period T per device, each at the earliest time its input allows where the cycle is
+//        free, the block repeated every T, its memory checked in closed form. Laid out from
+//        the real costs (periods from the busiest device's work up to twice it, the shortest
+//        that fit timed by the engine: 3, or 1 beyond 60k ops); and, for pipelines of at
+//        most 30k ops, with waits of 0-2 steps after the ops of each chain (the 243
+//        combinations over the forwards and backwards of each chunk and the W's), of unit
+//        costs and of the real costs, within 1M simulated ops. The greedy's order at unit
+//        costs is one more candidate there. Every candidate is justified
+//        (sim/schedules/justify.h: packed right, then left within the limit), the shortest
+//        is kept, then improved (sim/schedules/improve.h) within improve_budget_ops.
+//        Complexity: the search's and the blocks' budgets bound the ops simulated (a few
+//        million); p = 32, m = 256 takes about 10 ms (docs/benchmarks.md).
 //  v-half, v-min  The same search under (p+2)/2 M_B and floor((p+4)/3) M_B (the
 //        controllable-memory schedules: half and a third of 1F1B's memory), also trying caps
 //        around 3p/4 on the chunk-0 microbatches in flight. With unit costs they meet the

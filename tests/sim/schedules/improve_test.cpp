@@ -2,9 +2,13 @@
 // schedule within the memory limit, and able to find the zero-bubble idea on its own.
 #include "sim/schedules/improve.h"
 
+#include "sim/schedules/justify.h"
+
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
+#include <tuple>
 
 #include "sim/engine.h"
 #include "sim/metrics.h"
@@ -20,13 +24,15 @@ using testing::uniform_costs;
 Schedule one_f_one_b_split(int p, int m) {
   Schedule s;
   s.num_microbatches = m;
-  for (int d = 0; d < p; ++d) s.stage_device.push_back(d);
+  for (int d = 0; d < p; ++d)
+    s.stage_device.push_back(d);
   s.device_ops.resize(static_cast<std::size_t>(p));
   for (int d = 0; d < p; ++d) {
     auto& ops = s.device_ops[static_cast<std::size_t>(d)];
     const int warm_up = std::min(p - 1 - d, m);
     int forwards = 0;
-    for (; forwards < warm_up; ++forwards) ops.push_back({OpKind::F, d, 0, forwards});
+    for (; forwards < warm_up; ++forwards)
+      ops.push_back({OpKind::F, d, 0, forwards});
     for (int i = 0; i < m; ++i) {
       if (forwards < m) ops.push_back({OpKind::F, d, 0, forwards++});
       ops.push_back({OpKind::B, d, 0, i});
@@ -58,7 +64,8 @@ TEST(Improve, NeverWorseAlwaysValidAndWithinTheMemoryLimit) {
     const std::vector<double> input_peaks = activation_peaks(input, costs);
     std::vector<double> limit(input_peaks);
     if (trial % 2 == 1) {
-      for (double& l : limit) l += 1.5;
+      for (double& l : limit)
+        l += 1.5;
     }
     const ImproveResult out = improve_schedule(input, costs, {limit, 2'000'000});
     SCOPED_TRACE(::testing::Message() << "trial " << trial << " p=" << p << " m=" << m);
@@ -93,6 +100,56 @@ TEST(Improve, ShortensOneFOneBTowardsZbH1AtUnitCosts) {
     EXPECT_LE(out.after_ns, out.before_ns - ms_to_ns(1)) << "p=" << p << " m=" << m;
     EXPECT_GE(out.after_ns, ms_to_ns(3 * m + p - 1)) << "p=" << p << " m=" << m;
   }
+}
+
+TEST(Justify, TakesOneFOneBToZbH1AtUnitCosts) {
+  // The forward-backward justification alone (no local moves), from 1F1B with split B and W
+  // under 1F1B's peak: the backward pass packs every W to the right, the forward pass puts
+  // each B as early as its input allows and the W's into the gaps left, which is ZB-H1's
+  // shape, span 3m + p - 1 (reference §3; see the test above).
+  for (const auto& [p, m] :
+       {std::pair{4, 8}, std::pair{4, 12}, std::pair{6, 12}, std::pair{8, 16}}) {
+    const auto costs = uniform_costs(p, 1, 1, 1, 0);
+    const ImproveResult out =
+        improve_schedule(one_f_one_b_split(p, m), costs,
+                         {std::vector<double>(static_cast<std::size_t>(p), p), 3'000'000, false});
+    EXPECT_EQ(out.after_ns, ms_to_ns(3 * m + p - 1)) << "p=" << p << " m=" << m;
+  }
+}
+
+TEST(Justify, ValidPermutationWithinTheMemoryLimit) {
+  // On random costs, from 1F1B at its own peak: a round either gives up or returns each
+  // device's own ops in a new order that runs without deadlock and holds the limit.
+  std::mt19937 rng(77);
+  int returned = 0;
+  for (int trial = 0; trial < 24; ++trial) {
+    const int p = 2 + static_cast<int>(rng() % 6);
+    const int m = 1 + static_cast<int>(rng() % (3 * p));
+    const PerDeviceCostModel costs = random_costs(p, rng);
+    const Schedule input = one_f_one_b_split(p, m);
+    const std::vector<double> limit = activation_peaks(input, costs);
+    const std::optional<Schedule> out = justify(input, Engine(input, costs).run(), costs, limit);
+    if (!out) continue;
+    ++returned;
+    SCOPED_TRACE(::testing::Message() << "trial " << trial << " p=" << p << " m=" << m);
+    for (int d = 0; d < p; ++d) {
+      auto before = input.device_ops[static_cast<std::size_t>(d)];
+      auto after = out->device_ops[static_cast<std::size_t>(d)];
+      auto by_key = [](const Op& a, const Op& b) {
+        return std::tuple(a.kind, a.stage, a.microbatch) <
+               std::tuple(b.kind, b.stage, b.microbatch);
+      };
+      std::sort(before.begin(), before.end(), by_key);
+      std::sort(after.begin(), after.end(), by_key);
+      EXPECT_EQ(before, after) << "device " << d;
+    }
+    ASSERT_NO_THROW(Engine(*out, costs).run());
+    const std::vector<double> peaks = activation_peaks(*out, costs);
+    for (int d = 0; d < p; ++d) {
+      EXPECT_LE(peaks[static_cast<std::size_t>(d)], limit[static_cast<std::size_t>(d)] + 1e-9);
+    }
+  }
+  EXPECT_GT(returned, 12);
 }
 
 TEST(Improve, ZeroBudgetReturnsTheInput) {
