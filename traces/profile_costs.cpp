@@ -87,5 +87,4 @@ ProfileCosts profile_costs(const Profile& profile, int stages, double b_share) {
   return costs;
 }
 
-
 }  // namespace bubblesim::traces

@@ -2,8 +2,8 @@
 // a typed ScenarioSettings (what a user gave: on the command line, in a study or a runs file) is
 // validated and assembled once by make_scenario into a Scenario (the schedule parameters, every
 // device's costs, the cluster's network and what finishes the iteration), which app::run
-// (analysis/app/run.h) simulates. `bubblesim simulate`, `compare`, `sweep` and `calibrate` all
-// build their runs here.
+// (analysis/app/run.h) simulates. `bubblesim simulate`, `compare`, `sweep`, `calibrate` and
+// `advise` all build their runs here.
 #pragma once
 
 #include <optional>
