@@ -139,10 +139,9 @@ analysis::SweepRow simulate_configuration(const analysis::StudyConfiguration& c,
     row.status = "ok";
   } catch (const std::exception& e) {
     row.status = "error";
-    std::vector<std::string> values;
-    for (const analysis::StudySetting& s : c.settings)
-      values.push_back(s.value);
-    std::string what = program_options_message(e, values);
+    // The settings reach the library as values (no option parser, so no Boost message that a
+    // '%' in a value could hang): the message is the error's own, on one line.
+    std::string what = e.what();
     std::replace(what.begin(), what.end(), '\n', ' ');
     row.error = what;
   }
