@@ -270,9 +270,10 @@ std::optional<Schedule> handcrafted_candidate(int p, int m, const CostModel& cos
   return std::nullopt;
 }
 
-// The search's size: at most this many op placements over all greedy runs, and at least
-// kMinRuns runs.
-constexpr std::size_t kPlacementBudget = 20000;
+// The search's size: kPlacementScale / ops^2 greedy runs (shrinking with the square of the
+// size, as the improver's budget), at least kMinRuns: all 32 up to about 3,000 ops, 2 at
+// p = 32, m = 128.
+constexpr std::size_t kPlacementScale = 300'000'000;
 constexpr std::size_t kMinRuns = 1;
 
 }  // namespace
@@ -299,7 +300,7 @@ Schedule auto_zero_bubble(int p, int m, const CostModel& costs, const std::vecto
                                      8,  4,  9,  11, 13, 14, 15, 16, 17, 18, 19,
                                      20, 21, 23, 24, 25, 27, 28, 29, 30, 31};
   const std::size_t runs =
-      std::clamp<std::size_t>(kPlacementBudget / num_ops, kMinRuns, std::size(kOrder));
+      std::clamp<std::size_t>(kPlacementScale / num_ops / num_ops, kMinRuns, std::size(kOrder));
   for (std::size_t r = 0; r < runs; ++r) {
     const int bits = kOrder[r];
     const Choices choices{(bits & 1) != 0, (bits & 2) == 0, (bits & 4) == 0, (bits & 8) == 0,
