@@ -10,6 +10,8 @@
 #include <limits>
 #include <numeric>
 
+#include "analysis/throughput.h"
+
 namespace bubblesim::analysis {
 
 namespace {
@@ -18,12 +20,12 @@ namespace {
 constexpr std::size_t kMaxFrontRowsShown = 20;
 
 double run_throughput(const RunRecord& run) {
-  return microbatches_per_gpu_per_s(run.parameters.microbatches, run.parameters.pp,
-                                    run.summary.iteration_time_ms);
+  return per_gpu_per_s(run.parameters.microbatches, run.parameters.pp,
+                       run.summary.iteration_time_ms);
 }
 
 double row_throughput(const SweepRow& row) {
-  return microbatches_per_gpu_per_s(row.microbatches, row.pp, row.iteration_time_ms);
+  return per_gpu_per_s(row.microbatches, row.pp, row.iteration_time_ms);
 }
 
 void write_runs_table(std::ostream& out, const ReportData& data) {
@@ -151,11 +153,6 @@ ReportData load_report(const std::string& path) {
   data.has_sweep = reader.has_sweep_table();
   if (data.has_sweep) data.sweep = reader.read_sweep_table();
   return data;
-}
-
-double microbatches_per_gpu_per_s(int microbatches, int pp, double iteration_time_ms) {
-  if (!(iteration_time_ms > 0) || pp <= 0) return 0;
-  return microbatches / (pp * iteration_time_ms / 1e3);
 }
 
 std::vector<std::size_t> pareto_front(const std::vector<std::pair<double, double>>& points) {

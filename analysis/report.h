@@ -28,11 +28,6 @@ struct ReportData {
 // (naming the file) for a missing, foreign, truncated or unknown-version file.
 ReportData load_report(const std::string& path);
 
-// Throughput in microbatches per GPU per second, m / (p * iteration time): the paper's samples
-// per GPU per second divided by the microbatch size (results files do not keep the model).
-// 0 when the iteration time is not positive.
-double microbatches_per_gpu_per_s(int microbatches, int pp, double iteration_time_ms);
-
 // The Pareto front of `points` (x, y), both to be minimised: the indices, ascending, of the
 // points no other point dominates (no other is <= in both and < in one). Equal points are
 // all on the front.

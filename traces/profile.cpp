@@ -4,21 +4,9 @@
 #include <map>
 #include <tuple>
 
+#include "traces/statistics.h"
+
 namespace bubblesim::traces {
-
-namespace {
-
-double quantile_ms(const std::vector<sim::TimeNs>& sorted, double q) {
-  const double position = q * static_cast<double>(sorted.size() - 1);
-  const auto below = static_cast<std::size_t>(position);
-  const std::size_t above = std::min(below + 1, sorted.size() - 1);
-  const double fraction = position - static_cast<double>(below);
-  return (static_cast<double>(sorted[below]) * (1 - fraction) +
-          static_cast<double>(sorted[above]) * fraction) /
-         1e6;
-}
-
-}  // namespace
 
 DurationStats duration_stats(std::vector<sim::TimeNs> samples_ns) {
   DurationStats stats;
@@ -29,9 +17,10 @@ DurationStats duration_stats(std::vector<sim::TimeNs> samples_ns) {
   for (const sim::TimeNs s : samples_ns)
     total_ns += s;
   stats.total_ms = sim::ns_to_ms(total_ns);
-  stats.median_ms = quantile_ms(samples_ns, 0.5);
-  stats.p10_ms = quantile_ms(samples_ns, 0.1);
-  stats.p90_ms = quantile_ms(samples_ns, 0.9);
+  const std::vector<double> sorted(samples_ns.begin(), samples_ns.end());
+  stats.median_ms = quantile_of_sorted(sorted, 0.5) / 1e6;
+  stats.p10_ms = quantile_of_sorted(sorted, 0.1) / 1e6;
+  stats.p90_ms = quantile_of_sorted(sorted, 0.9) / 1e6;
   return stats;
 }
 
@@ -172,11 +161,7 @@ sim::TimeNs median_gap_ns(const Profile& profile) {
   for (auto& [stage, times] : idle_times(profile))
     all.insert(all.end(), times.first.begin(), times.first.end());
   if (all.empty()) return -1;
-  std::sort(all.begin(), all.end());
-  const std::size_t n = all.size();
-  // The median, the mean of the two middle values for an even count (halves rounded up, as
-  // median_ns of profile_costs.h).
-  return n % 2 == 1 ? all[n / 2] : all[n / 2 - 1] + (all[n / 2] - all[n / 2 - 1] + 1) / 2;
+  return median_ns(std::move(all));
 }
 
 }  // namespace bubblesim::traces

@@ -87,16 +87,4 @@ ProfileCosts profile_costs(const Profile& profile, int stages, double b_share) {
   return costs;
 }
 
-sim::TimeNs median_ns(std::vector<sim::TimeNs> samples) {
-  BUBBLESIM_CHECK(!samples.empty(), "median of no samples");
-  const std::size_t mid = samples.size() / 2;
-  std::nth_element(samples.begin(), samples.begin() + static_cast<std::ptrdiff_t>(mid),
-                   samples.end());
-  const sim::TimeNs upper = samples[mid];
-  if (samples.size() % 2 == 1) return upper;
-  const sim::TimeNs lower =
-      *std::max_element(samples.begin(), samples.begin() + static_cast<std::ptrdiff_t>(mid));
-  return lower + (upper - lower + 1) / 2;  // the mean, halves rounded up
-}
-
 }  // namespace bubblesim::traces

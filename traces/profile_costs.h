@@ -38,8 +38,4 @@ double backward_b_share(int hidden, int seq_len);
 // Precondition: 0 < b_share < 1.
 ProfileCosts profile_costs(const Profile& profile, int stages, double b_share);
 
-// The median of `samples` (the mean of the middle two for an even count), rounded to the
-// nanosecond. Precondition: not empty.
-sim::TimeNs median_ns(std::vector<sim::TimeNs> samples);
-
 }  // namespace bubblesim::traces

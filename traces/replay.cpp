@@ -9,6 +9,7 @@
 #include "sim/cost_model.h"
 #include "sim/op_graph.h"
 #include "sim/simulation.h"
+#include "traces/statistics.h"
 
 namespace bubblesim::traces {
 
@@ -38,13 +39,6 @@ class ReplayCostModel final : public sim::CostModel {
   std::vector<TimeNs> durations_;
   TimeNs comm_ns_;
 };
-
-// numpy's default median (the mean of the two middle samples), rounded down to the ns.
-TimeNs median_of(std::vector<TimeNs> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 TimeNs end_of(const sim::Timeline& timeline) {
   TimeNs end = 0;
@@ -172,7 +166,7 @@ ReplayResult replay_profile(const Profile& profile, TimeNs comm_ns, sim::P2pMode
         samples[{p.op.stage, static_cast<int>(p.op.kind)}].push_back(p.end_ns - p.start_ns);
   std::map<std::pair<int, int>, TimeNs> medians;
   for (auto& [key, v] : samples)
-    medians[key] = median_of(std::move(v));
+    medians[key] = median_ns(std::move(v));
 
   ReplayResult result;
   for (const ExecutedIteration& it : iterations) {

@@ -16,7 +16,7 @@
 #include <optional>
 #include <sstream>
 
-#include "analysis/advise.h"
+#include "analysis/app/advise.h"
 #include "analysis/calibration.h"
 #include "models/cluster.h"
 #include "sim/cli/commands.h"
@@ -60,7 +60,7 @@ double gb(double bytes) {
   return bytes / 1e9;
 }
 
-void write_table(std::ostream& out, const std::vector<analysis::AdviseCandidate>& rows,
+void write_table(std::ostream& out, const std::vector<app::AdviseCandidate>& rows,
                  double budget_bytes) {
   fmt::print(out,
              "{:>4}  {:<12}  {:>4}  {:>4}  {:>5}  {:>3}  {:>3}  {:>12}  {:>12}  {:>8}  {:>14}  "
@@ -68,7 +68,7 @@ void write_table(std::ostream& out, const std::vector<analysis::AdviseCandidate>
              "rank", "schedule", "p", "dp", "m", "v", "b", "iteration ms", "all-reduce ms",
              "bubble", "peak mem GB", "samples/GPU/s");
   int rank = 1;
-  for (const analysis::AdviseCandidate& c : rows) {
+  for (const app::AdviseCandidate& c : rows) {
     fmt::print(out,
                "{:>4}  {:<12}  {:>4}  {:>4}  {:>5}  {:>3}  {:>3}  {:>12.3f}  {:>12.3f}  {:>8.4f}  "
                "{:>7.2f} ({:>3.0f}%)  {:>16.3f}\n",
@@ -79,16 +79,16 @@ void write_table(std::ostream& out, const std::vector<analysis::AdviseCandidate>
 }
 
 // Per schedule, why its best configuration lost to the top one.
-void write_why(std::ostream& out, const std::vector<analysis::AdviseCandidate>& ranked,
+void write_why(std::ostream& out, const std::vector<app::AdviseCandidate>& ranked,
                double budget_bytes) {
-  using analysis::AdviseOutcome;
-  const analysis::AdviseCandidate* top =
+  using app::AdviseOutcome;
+  const app::AdviseCandidate* top =
       !ranked.empty() && ranked.front().outcome == AdviseOutcome::kFits ? &ranked.front() : nullptr;
   std::size_t fits = 0, oom = 0, inapplicable = 0;
-  const analysis::AdviseCandidate* closest_oom = nullptr;
+  const app::AdviseCandidate* closest_oom = nullptr;
   std::vector<std::string> order;  // schedules as first seen in the ranking
-  std::map<std::string, std::vector<const analysis::AdviseCandidate*>> by_schedule;
-  for (const analysis::AdviseCandidate& c : ranked) {
+  std::map<std::string, std::vector<const app::AdviseCandidate*>> by_schedule;
+  for (const app::AdviseCandidate& c : ranked) {
     fits += c.outcome == AdviseOutcome::kFits;
     inapplicable += c.outcome == AdviseOutcome::kNotApplicable;
     if (c.outcome == AdviseOutcome::kOutOfMemory) {
@@ -109,10 +109,10 @@ void write_why(std::ostream& out, const std::vector<analysis::AdviseCandidate>& 
   }
   fmt::print(out, "\nwhy the others lost (each schedule's best configuration):\n");
   for (const std::string& name : order) {
-    const std::vector<const analysis::AdviseCandidate*>& list = by_schedule[name];
-    const analysis::AdviseCandidate& best = *list.front();  // ranked order
+    const std::vector<const app::AdviseCandidate*>& list = by_schedule[name];
+    const app::AdviseCandidate& best = *list.front();  // ranked order
     std::size_t n_oom = 0, n_na = 0;
-    for (const analysis::AdviseCandidate* c : list) {
+    for (const app::AdviseCandidate* c : list) {
       n_oom += c->outcome == AdviseOutcome::kOutOfMemory;
       n_na += c->outcome == AdviseOutcome::kNotApplicable;
     }
@@ -154,8 +154,8 @@ void write_why(std::ostream& out, const std::vector<analysis::AdviseCandidate>& 
 // its device count; its slowest device (the lowest dense peak over time factor) with the
 // smallest memory of any device, so that a choice that fits and keeps pace there does so on
 // every device; and the link between nodes, or inside the node for a one-node cluster.
-analysis::AdviseHardware cluster_hardware(const models::Cluster& cluster) {
-  analysis::AdviseHardware hw;
+app::AdviseHardware cluster_hardware(const models::Cluster& cluster) {
+  app::AdviseHardware hw;
   hw.gpus = cluster.num_devices();
   const auto rate = [&](std::size_t i) {
     return cluster.gpus[i].dense_bf16_tflops / cluster.time_factor[i];
@@ -183,15 +183,15 @@ analysis::AdviseHardware cluster_hardware(const models::Cluster& cluster) {
 
 // What every rank prepares from the command line.
 struct AdviseSetup {
-  analysis::AdviseSearch search;
+  app::AdviseSearch search;
   std::string cluster_name;
   std::string calibration;  // --calibration's file, "" for none
   int top = 5;
   int jobs = 0;
   Progress::Mode mode = Progress::Mode::kNone;
   double rank_timeout_s = 600;
-  std::vector<analysis::AdviseCandidate> candidates;  // advise_candidates' order
-  std::string fingerprint;                            // of the candidates, for the ranks
+  std::vector<app::AdviseCandidate> candidates;  // advise_candidates' order
+  std::string fingerprint;                       // of the candidates, for the ranks
 };
 
 // Parses the options, reads the model or cluster and lists the candidates; nothing after
@@ -251,9 +251,9 @@ std::optional<AdviseSetup> prepare_advise(const std::vector<std::string>& args, 
   }
   AdviseSetup setup;
   if (vm.count("model") == 0) throw InvalidArgument("option --model: give a model file");
-  analysis::AdviseSearch& search = setup.search;
+  app::AdviseSearch& search = setup.search;
   search.model = models::load_transformer(vm["model"].as<std::string>());
-  analysis::AdviseHardware& hw = search.hardware;
+  app::AdviseHardware& hw = search.hardware;
   std::string& cluster_name = setup.cluster_name;
   if (vm.count("cluster") != 0) {
     for (const char* option : {"gpu", "gpus", "link-gbps", "link-latency-ms"}) {
@@ -325,7 +325,7 @@ std::optional<AdviseSetup> prepare_advise(const std::vector<std::string>& args, 
   if (!(setup.rank_timeout_s > 0)) {
     throw InvalidArgument("option --rank-timeout: expected a positive number of seconds");
   }
-  setup.candidates = analysis::advise_candidates(search, registry);
+  setup.candidates = app::advise_candidates(search, registry);
   if (setup.candidates.empty()) {
     throw InvalidArgument(fmt::format(
         "option --global-batch: {} samples split over no dp x b of the --microbatch-sizes "
@@ -333,14 +333,14 @@ std::optional<AdviseSetup> prepare_advise(const std::vector<std::string>& args, 
         search.global_batch, hw.gpus));
   }
   std::string labels;
-  for (const analysis::AdviseCandidate& c : setup.candidates)
+  for (const app::AdviseCandidate& c : setup.candidates)
     labels += c.label() + "\n";
   setup.fingerprint = fmt::format("{:016x}", std::hash<std::string>{}(labels));
   return setup;
 }
 
 // The results of evaluated candidates as bytes (wire.h), and back into `candidates`.
-void write_results(WireWriter& w, const analysis::AdviseCandidate& c) {
+void write_results(WireWriter& w, const app::AdviseCandidate& c) {
   w.number<std::int32_t>(static_cast<std::int32_t>(c.outcome));
   w.text(c.reason);
   for (const double x : {c.iteration_time_ms, c.allreduce_ms, c.bubble_rate, c.peak_memory_bytes,
@@ -349,8 +349,8 @@ void write_results(WireWriter& w, const analysis::AdviseCandidate& c) {
   }
 }
 
-void read_results(WireReader& r, analysis::AdviseCandidate& c) {
-  c.outcome = static_cast<analysis::AdviseOutcome>(r.number<std::int32_t>());
+void read_results(WireReader& r, app::AdviseCandidate& c) {
+  c.outcome = static_cast<app::AdviseOutcome>(r.number<std::int32_t>());
   c.reason = r.text();
   for (double* x : {&c.iteration_time_ms, &c.allreduce_ms, &c.bubble_rate, &c.peak_memory_bytes,
                     &c.static_memory_bytes, &c.samples_per_gpu_per_s}) {
@@ -361,20 +361,20 @@ void read_results(WireReader& r, analysis::AdviseCandidate& c) {
 // Evaluates the candidates `items` with the cores of `arena`: their results as bytes.
 std::string evaluate_batch(const std::vector<std::size_t>& items, const AdviseSetup& setup,
                            const sim::ScheduleRegistry& registry, tbb::task_arena& arena) {
-  std::vector<analysis::AdviseCandidate> batch(items.size());
+  std::vector<app::AdviseCandidate> batch(items.size());
   arena.execute([&] {
     tbb::parallel_for(tbb::blocked_range<std::size_t>(0, items.size()),
                       [&](const tbb::blocked_range<std::size_t>& range) {
                         for (std::size_t k = range.begin(); k != range.end(); ++k) {
                           batch[k] = setup.candidates[items[k]];
-                          analysis::evaluate_candidate(batch[k], setup.search,
-                                                       registry.get(batch[k].schedule));
+                          app::evaluate_candidate(batch[k], setup.search,
+                                                  registry.get(batch[k].schedule));
                         }
                       });
   });
   WireWriter w;
   w.reserve(batch.size() * 128);
-  for (const analysis::AdviseCandidate& c : batch)
+  for (const app::AdviseCandidate& c : batch)
     write_results(w, c);
   return w.take();
 }
@@ -408,17 +408,17 @@ int cmd_advise(const std::vector<std::string>& args, std::ostream& out, std::ost
     if (distributed) quit_workers(*ranks, 0);
     return 0;
   }
-  const analysis::AdviseSearch& search = setup->search;
-  const analysis::AdviseHardware& hw = search.hardware;
+  const app::AdviseSearch& search = setup->search;
+  const app::AdviseHardware& hw = search.hardware;
   const std::string& cluster_name = setup->cluster_name;
   const int top = setup->top;
   const std::size_t total = setup->candidates.size();
   Progress progress(err, setup->mode, "bubblesim advise", "configurations", total, 0,
                     kProgressDelaySeconds);
-  std::vector<analysis::AdviseCandidate> ranked;
+  std::vector<app::AdviseCandidate> ranked;
   if (!distributed) {
-    ranked = analysis::advise(search, registry, setup->jobs,
-                              [&](std::size_t done, std::size_t) { progress.update(done); });
+    ranked = app::advise(search, registry, setup->jobs,
+                         [&](std::size_t done, std::size_t) { progress.update(done); });
   } else {
     tbb::task_arena arena(setup->jobs == 0 ? tbb::task_arena::automatic : setup->jobs);
     SpreadOptions options;
@@ -453,7 +453,7 @@ int cmd_advise(const std::vector<std::string>& args, std::ostream& out, std::ost
       ranks->abort(1);
       return 1;
     }
-    analysis::rank_candidates(ranked);
+    app::rank_candidates(ranked);
   }
   progress.update(total, true);
 
@@ -467,9 +467,9 @@ int cmd_advise(const std::vector<std::string>& args, std::ostream& out, std::ost
     fmt::print(out, "calibration {}: op overhead {} ms before every pass, p2p {}\n", calibration,
                describe_op_overheads(hw.overheads), p2p_name(hw.p2p));
   }
-  std::vector<analysis::AdviseCandidate> best;
-  for (const analysis::AdviseCandidate& c : ranked) {
-    if (c.outcome == analysis::AdviseOutcome::kFits && best.size() < static_cast<std::size_t>(top))
+  std::vector<app::AdviseCandidate> best;
+  for (const app::AdviseCandidate& c : ranked) {
+    if (c.outcome == app::AdviseOutcome::kFits && best.size() < static_cast<std::size_t>(top))
       best.push_back(c);
   }
   if (!best.empty()) {
@@ -478,9 +478,9 @@ int cmd_advise(const std::vector<std::string>& args, std::ostream& out, std::ost
   }
   write_why(out, ranked, hw.memory_budget_bytes);
   if (best.empty()) {
-    const analysis::AdviseCandidate* closest = nullptr;
-    for (const analysis::AdviseCandidate& c : ranked) {
-      if (c.outcome == analysis::AdviseOutcome::kOutOfMemory) {
+    const app::AdviseCandidate* closest = nullptr;
+    for (const app::AdviseCandidate& c : ranked) {
+      if (c.outcome == app::AdviseOutcome::kOutOfMemory) {
         closest = &c;
         break;
       }

@@ -8,9 +8,11 @@
 #include <chrono>
 #include <cmath>
 
+#include "analysis/app/run.h"
 #include "analysis/calibration.h"
 #include "analysis/least_squares.h"
 #include "analysis/study.h"
+#include "models/transformer.h"
 #include "sim/cli/commands.h"
 #include "sim/schedules/builtin.h"
 
@@ -28,7 +30,7 @@ constexpr double kMinEfficiency = 0.01;
 struct Prepared {
   int line = 0;
   std::string label;  // "zb-2p p=8 m=24"
-  RunInputs in;
+  app::Scenario in;
   sim::ScheduleParams params;
   sim::Schedule schedule;
   bool flop_timed = false;  // times from --model's FLOPs: their efficiency is fitted
@@ -54,7 +56,7 @@ sim::OpOverheads overheads_of(const Layout& layout, const std::vector<double>& x
 // The iteration time of run `r` with parameters `x` and `mode`, in ms.
 double predict_ms(const Prepared& r, const Layout& layout, const std::vector<double>& x,
                   sim::P2pMode mode) {
-  RunInputs in = r.in;
+  app::Scenario in = r.in;
   in.overheads = overheads_of(layout, x);
   in.p2p = mode;
   const double scale = r.flop_timed && layout.efficiency ? r.base_efficiency / x.back() : 1.0;
@@ -73,7 +75,11 @@ double predict_ms(const Prepared& r, const Layout& layout, const std::vector<dou
   };
   apply(r.device_costs, in.device_costs);
   apply(r.replica_costs, in.replica_costs);
-  const RunSummary run = simulate_schedule(r.label, r.schedule, r.params, in);
+  app::RunRequest request;
+  request.name = r.label;
+  request.params = r.params;
+  sim::Schedule schedule = r.schedule;
+  const RunSummary run = app::run(in, request, schedule);
   return sim::ns_to_ms(iteration_time_ns(run));
 }
 
@@ -121,29 +127,22 @@ double worst(const std::vector<double>& errors) {
   return w;
 }
 
-// The options of `bubblesim simulate` that run `m` stands for; op-overhead, p2p and
-// calibration are what calibrate fits, so a run may not give them.
-po::variables_map run_options(const analysis::MeasuredRuns& runs, const analysis::MeasuredRun& m,
-                              const po::options_description& desc) {
-  std::vector<std::string> args;
+// The settings that run `m` stands for; op-overhead, p2p and calibration are what calibrate
+// fits, so a run may not give them.
+app::ScenarioSettings run_settings(const analysis::MeasuredRuns& runs,
+                                   const analysis::MeasuredRun& m) {
   for (const analysis::StudySetting& s : m.configuration.settings) {
     if (s.key == "op-overhead" || s.key == "p2p" || s.key == "calibration") {
       throw InvalidArgument(
           fmt::format("{}:{}: key '{}': calibrate fits it; leave it out of the runs", runs.path,
                       s.line, s.key));
     }
-    if (s.key == "schedule") continue;
-    args.push_back("--" + s.key);
-    args.push_back(s.value);
   }
-  po::variables_map vm;
-  po::store(po::command_line_parser(args).options(desc).run(), vm);
-  po::notify(vm);
-  return vm;
+  return app::settings_from_study(m.configuration);
 }
 
 Prepared prepare(const analysis::MeasuredRuns& runs, const analysis::MeasuredRun& m,
-                 const po::options_description& desc, const sim::ScheduleRegistry& registry) {
+                 const sim::ScheduleRegistry& registry) {
   Prepared r;
   r.line = m.line;
   const std::string schedule = m.configuration.find("schedule")->value;
@@ -151,17 +150,17 @@ Prepared prepare(const analysis::MeasuredRuns& runs, const analysis::MeasuredRun
     return fmt::format("{}:{}: run '{}': {}", runs.path, m.line, schedule, what);
   };
   try {
-    const po::variables_map vm = run_options(runs, m, desc);
-    r.in = read_run_inputs(vm);
+    const app::ScenarioSettings settings = run_settings(runs, m);
+    r.in = app::make_scenario(settings);
     const sim::ScheduleGenerator& generator = registry.get(schedule);
     r.params = params_for(r.in, generator, true);
     r.label = fmt::format("{} p={} m={}{}", schedule, r.params.pp, r.params.microbatches,
                           r.params.chunks > 1 ? fmt::format(" v={}", r.params.chunks) : "");
-    r.schedule = generate_schedule(generator, r.params, r.in);
+    r.schedule = app::generate_schedule(generator, r.params, r.in);
     const auto given = [&](const char* key) { return m.configuration.find(key) != nullptr; };
     r.flop_timed = given("model") && !given("f") && !given("b") && !given("w") &&
                    !given("profile") && !given("efficiency");
-    r.base_efficiency = vm["efficiency"].as<double>();
+    r.base_efficiency = settings.efficiency.value_or(models::kDefaultEfficiency);
     r.device_costs = r.in.device_costs;
     r.replica_costs = r.in.replica_costs;
     if (m.measured_iteration_ms > 0) {
@@ -220,16 +219,14 @@ int cmd_calibrate(const std::vector<std::string>& args, std::ostream& out, std::
   if (p2p == "fit") {
     modes = {sim::P2pMode::Async, sim::P2pMode::Blocking};
   } else {
-    modes = {parse_p2p("--p2p", p2p)};
+    modes = {parse_p2p("p2p", p2p)};
   }
   const auto started = std::chrono::steady_clock::now();
   const analysis::MeasuredRuns runs = analysis::load_measured_runs(vm["runs"].as<std::string>());
-  po::options_description run_desc;
-  add_run_options(run_desc);
   const sim::ScheduleRegistry registry = sim::builtin_schedules();
   std::vector<Prepared> prepared;
   for (const analysis::MeasuredRun& m : runs.runs)
-    prepared.push_back(prepare(runs, m, run_desc, registry));
+    prepared.push_back(prepare(runs, m, registry));
 
   // The network engine times transfers by their bytes and has no blocking mode.
   std::string network_note;

@@ -1,16 +1,24 @@
 // What the commands share inside the command line (not a public interface).
 #pragma once
 
+#include <optional>
 #include <ostream>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "sim/cli/options.h"
 #include "sim/cli/output.h"
+#include "sim/output_file.h"
 #include "sim/schedule_registry.h"
 #include "traces/profile.h"
 
 namespace bubblesim::cli {
+
+// A bad-usage exit: the message is printed as one line (exit status 2).
+struct UsageError {
+  std::string message;
+};
 
 // Parses `args` against `desc` into `vm` as every command does (positional arguments go to the
 // option `positional`, else are an error); returns false after printing --help to `out`.
@@ -19,23 +27,41 @@ bool parse_command(const std::vector<std::string>& args,
                    boost::program_options::variables_map& vm, std::ostream& out,
                    const char* synopsis, const char* positional = nullptr);
 
-// Generates the schedule with `generator` from `params` and the inputs' costs and simulates it,
-// as `bubblesim simulate -s NAME` does (without --exact or --out). With a `record_as` name, the
-// run also keeps its record for a results file (RunSummary::record), as --out would, with
-// `command_line` as the record's.
-RunSummary simulate_generated(const sim::ScheduleGenerator& generator,
-                              const sim::ScheduleParams& params, const RunInputs& in,
-                              const std::string& record_as = "",
-                              const std::string& command_line = "");
+// What --out records of a run besides the simulation: its name and the command.
+struct Recording {
+  std::string run_name;
+  std::string command_line;
+};
 
-// The schedule `generator` builds from `params` for the inputs, as simulate builds it (from the
-// pass times without overheads; with replicas, replica 0's), and the simulation of a given
-// schedule with the inputs (as simulate --schedule-file; `name` is the run's schedule name).
-// Together: what simulate_generated does, with the schedule kept (bubblesim calibrate).
-sim::Schedule generate_schedule(const sim::ScheduleGenerator& generator,
-                                const sim::ScheduleParams& params, const RunInputs& in);
-RunSummary simulate_schedule(std::string name, sim::Schedule schedule,
-                             const sim::ScheduleParams& params, const RunInputs& in);
+// Runs `schedule` (or, with a generator, the schedule it builds) in the inputs' scenario
+// (app::run), as simulate and compare do (runs.cpp); with `exact_time_limit_s`, improved by the
+// exact mode; with `recording`, keeping the run's record for the results file. `schedule`
+// becomes the schedule that ran.
+RunSummary run_schedule(std::string name, sim::Schedule& schedule,
+                        const sim::ScheduleGenerator* generator, sim::ScheduleParams params,
+                        const RunInputs& in, std::optional<double> exact_time_limit_s = {},
+                        const Recording* recording = nullptr);
+
+// Adds the runs' records to the --out file (all or none of them), into `file`'s temporary.
+void write_results(sim::OutputFile& file, const RunInputs& in, std::span<RunSummary> runs,
+                   const std::string& command_line);
+
+// `bubblesim schedules` (schedules.cpp): the registry's schedules, their parameters and
+// descriptions.
+int cmd_schedules(const std::vector<std::string>& args, std::ostream& out);
+
+// `bubblesim simulate` (simulate.cpp): one schedule, generated or read from a file.
+int cmd_simulate(const std::vector<std::string>& args, const std::string& command_line,
+                 std::ostream& out);
+
+// `bubblesim compare` (compare.cpp): several schedules on the same inputs; notes of schedules
+// `-s all` leaves out go to `err`.
+int cmd_compare(const std::vector<std::string>& args, const std::string& command_line,
+                std::ostream& out, std::ostream& err);
+
+// `bubblesim import` (import.cpp): Kineto traces into per-pass statistics and a profile.
+int cmd_import(const std::vector<std::string>& args, const std::string& command_line,
+               std::ostream& out);
 
 // `bubblesim calibrate` (calibrate.cpp): fits overheads to measured runs.
 int cmd_calibrate(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);

@@ -14,6 +14,12 @@
 
 namespace bubblesim::cli {
 
+using app::mfu;
+using app::oom;
+using app::over_capacity_bytes;
+using app::peak_memory_bytes;
+using app::throughput_samples_per_s;
+
 namespace {
 
 using Writer = rapidjson::PrettyWriter<rapidjson::OStreamWrapper>;
@@ -27,38 +33,12 @@ void put(Writer& w, const char* key, double value) {
   w.Double(value);
 }
 
-// Peak memory of device d in bytes (static plus activations), with --model.
-double peak_memory_bytes(const RunSummary& run, const sim::DeviceMetrics& d) {
-  return run.static_memory_bytes[static_cast<std::size_t>(d.device)] + d.peak_activation_memory;
-}
-
-// Samples per second over the iteration (first op to last op, or iteration_time_ns), with
-// --model, all replicas together; and per GPU.
-double throughput_samples_per_s(const RunSummary& run) {
-  return static_cast<double>(run.dp) * run.params.microbatches * run.samples_per_microbatch /
-         (sim::ns_to_ms(iteration_time_ns(run)) / 1e3);
-}
-// Model FLOPs over the devices' dense peak in the iteration, with --model and `iteration`.
-double mfu(const RunSummary& run) {
-  return run.flops_per_iteration / (sim::ns_to_ms(iteration_time_ns(run)) / 1e3) /
-         run.peak_flops_total;
-}
-// Bytes over the device's memory, <= 0 when it fits (with --model and `iteration`).
-double over_capacity_bytes(const RunSummary& run, const sim::DeviceMetrics& d) {
-  return peak_memory_bytes(run, d) - run.capacity_bytes[static_cast<std::size_t>(d.device)];
-}
-bool oom(const RunSummary& run) {
-  if (run.capacity_bytes.empty()) return false;
-  return std::any_of(run.metrics.devices.begin(), run.metrics.devices.end(),
-                     [&](const sim::DeviceMetrics& d) { return over_capacity_bytes(run, d) > 0; });
-}
-
 // Tables show memory in GB when it is in bytes (--model), else in the unit of --m-b.
 double table_memory(const RunSummary& run, double value) {
-  return run.static_memory_bytes.empty() ? value : value / 1e9;
+  return run.memory_unit == app::MemoryUnit::kBytes ? value / 1e9 : value;
 }
 const char* activation_header(const RunSummary& run) {
-  return run.static_memory_bytes.empty() ? "peak act. mem" : "peak act. GB";
+  return run.memory_unit == app::MemoryUnit::kBytes ? "peak act. GB" : "peak act. mem";
 }
 
 // The schedule's name and parameters, for a run object and a sweep.
@@ -81,85 +61,6 @@ void put_summary(Writer& w, const RunSummary& run) {
 
 }  // namespace
 
-double max_peak_memory_bytes(const RunSummary& run) {
-  double peak = 0;
-  for (const sim::DeviceMetrics& d : run.metrics.devices)
-    peak = std::max(peak, peak_memory_bytes(run, d));
-  return peak;
-}
-
-void set_parameter_fields(RunSummary& run, const sim::Schedule& schedule) {
-  run.parameters_per_device = static_cast<double>(schedule.num_stages()) / schedule.num_devices();
-  const int route = schedule.route_stages();
-  run.model_copies = route > 0 ? schedule.num_stages() / route : 1;
-}
-
-double samples_per_gpu_per_s(const RunSummary& run) {
-  return throughput_samples_per_s(run) / (static_cast<double>(run.dp) * run.params.pp);
-}
-
-namespace {
-
-// A field of the JSON summary beyond the fixed ones.
-struct SummaryField {
-  const char* key;
-  std::variant<int, double, bool, std::string> value;
-};
-
-// Those fields, in the JSON's order, where the run has them: one list for the JSON and for
-// the results file's attributes.
-std::vector<SummaryField> further_fields(const RunSummary& run) {
-  std::vector<SummaryField> fields = {
-      {"parameters_per_device", run.parameters_per_device},
-      {"model_share_per_device", static_cast<double>(run.model_copies) / run.params.pp}};
-  if (run.input_rule == sim::InputRule::PaperEvaluator)
-    fields.push_back({"input_rule", std::string("paper-evaluator")});
-  // Only where given, so that runs without them print exactly what they did before.
-  if (run.overheads != sim::OpOverheads{}) {
-    fields.push_back({"op_overhead_f_ms", sim::ns_to_ms(run.overheads.f_ns)});
-    fields.push_back({"op_overhead_b_ms", sim::ns_to_ms(run.overheads.b_ns)});
-    fields.push_back({"op_overhead_w_ms", sim::ns_to_ms(run.overheads.w_ns)});
-  }
-  if (run.p2p != sim::P2pMode::Async) fields.push_back({"p2p", std::string(p2p_name(run.p2p))});
-  if (!run.calibration.empty()) fields.push_back({"calibration", run.calibration});
-  if (!run.static_memory_bytes.empty())
-    fields.push_back({"peak_memory_bytes", max_peak_memory_bytes(run)});
-  if (run.samples_per_microbatch > 0) {
-    fields.push_back({"samples_per_gpu_per_s", samples_per_gpu_per_s(run)});
-    fields.push_back({"throughput_samples_per_s", throughput_samples_per_s(run)});
-  }
-  if (!run.iteration) return fields;
-  const models::IterationTime& it = *run.iteration;
-  fields.push_back({"dp", run.dp});
-  fields.push_back({"pipeline_time_ms", sim::ns_to_ms(it.pipeline_ns)});
-  fields.push_back({"dp_allreduce_ms", sim::ns_to_ms(it.dp_allreduce_ns)});
-  fields.push_back({"optimizer_ms", sim::ns_to_ms(it.optimizer_ns)});
-  fields.push_back({"optimizer_sync_ms", sim::ns_to_ms(it.sync_ns)});
-  fields.push_back({"optimizer_sync", run.optimizer_sync});
-  fields.push_back({"allreduce", run.allreduce});
-  if (run.samples_per_microbatch > 0) fields.push_back({"mfu", mfu(run)});
-  if (!run.capacity_bytes.empty()) fields.push_back({"oom", oom(run)});
-  return fields;
-}
-
-}  // namespace
-
-void add_summary_fields(analysis::RunRecord& record, const RunSummary& run) {
-  record.summary.iteration_time_ms = sim::ns_to_ms(iteration_time_ns(run));
-  for (const SummaryField& f : further_fields(run)) {
-    std::visit(
-        [&](const auto& value) {
-          using T = std::decay_t<decltype(value)>;
-          if constexpr (std::is_same_v<T, std::string>) {
-            record.extra_texts.emplace_back(f.key, value);
-          } else {
-            record.extra_numbers.emplace_back(f.key, static_cast<double>(value));
-          }
-        },
-        f.value);
-  }
-}
-
 namespace {
 
 void write_object(Writer& w, const RunSummary& run) {
@@ -167,7 +68,7 @@ void write_object(Writer& w, const RunSummary& run) {
   w.StartObject();
   put_run_head(w, run);
   put_summary(w, run);
-  for (const SummaryField& f : further_fields(run)) {
+  for (const app::SummaryField& f : app::summary_fields(run)) {
     w.Key(f.key);
     std::visit(
         [&](const auto& value) {
@@ -304,10 +205,6 @@ std::string model_share(const RunSummary& run) {
 
 }  // namespace
 
-sim::TimeNs iteration_time_ns(const RunSummary& run) {
-  return run.iteration ? run.iteration->iteration_ns : run.metrics.iteration_time_ns;
-}
-
 void write_json(std::ostream& out, const RunSummary& run) {
   with_writer(out, [&](Writer& w) { write_object(w, run); });
 }
@@ -321,34 +218,13 @@ void write_json(std::ostream& out, const std::vector<RunSummary>& runs) {
   });
 }
 
-Distribution distribution(std::vector<double> values) {
-  Distribution d;
-  if (values.empty()) return d;
-  std::sort(values.begin(), values.end());
-  const auto quantile = [&](double q) {
-    const double position = q * static_cast<double>(values.size() - 1);
-    const auto below = static_cast<std::size_t>(position);
-    const std::size_t above = std::min(below + 1, values.size() - 1);
-    const double fraction = position - static_cast<double>(below);
-    return values[below] * (1 - fraction) + values[above] * fraction;
-  };
-  double total = 0;
-  for (const double v : values)
-    total += v;
-  d.mean = total / static_cast<double>(values.size());
-  d.p50 = quantile(0.5);
-  d.p90 = quantile(0.9);
-  d.p99 = quantile(0.99);
-  return d;
-}
-
 std::string describe_inputs(const RunInputs& in) {
   // With a cluster of one replica, each device's own durations (scaled to its GPU and speed).
   const auto& c = in.replicated && in.dp == 1 ? in.replica_costs : in.device_costs;
-  const std::string memory = in.static_memory_bytes.empty()
-                                 ? fmt::format("M_B {} M_W {}", c.front().m_b, c.front().m_w)
-                                 : fmt::format("M_B {:.3f} M_W {:.3f} GB (device 0)",
-                                               c.front().m_b / 1e9, c.front().m_w / 1e9);
+  const std::string memory = in.memory_unit == app::MemoryUnit::kBytes
+                                 ? fmt::format("M_B {:.3f} M_W {:.3f} GB (device 0)",
+                                               c.front().m_b / 1e9, c.front().m_w / 1e9)
+                                 : fmt::format("M_B {} M_W {}", c.front().m_b, c.front().m_w);
   // With a cluster, transfers take the links' time for their bytes, not --comm.
   const std::string comm = in.network ? std::string("ms, comm by the cluster's links")
                                       : "comm " + ms_list(c, &sim::DeviceCosts::comm_ns) + " ms";
@@ -393,7 +269,7 @@ void write_simulate_table(std::ostream& out, const RunInputs& in, const RunSumma
   fmt::print(out, "max device span    {:>12.3f} ms\n", sim::ns_to_ms(m.max_device_span_ns));
   fmt::print(out, "bubble rate        {:>12.4f}\n", m.bubble_rate);
   fmt::print(out, "peak act. memory   {:>12.3f}{}\n", table_memory(run, m.peak_activation_memory),
-             run.static_memory_bytes.empty() ? "" : " GB");
+             run.memory_unit == app::MemoryUnit::kBytes ? " GB" : "");
   if (!run.static_memory_bytes.empty()) {
     fmt::print(out, "peak memory        {:>12.2f} GB (static + activations, largest device)\n",
                max_peak_memory_bytes(run) / 1e9);
@@ -506,7 +382,7 @@ void write_compare_table(std::ostream& out, const RunInputs& in,
   for (const RunSummary& r : runs)
     width = std::max(width, label(r).size());
 
-  const bool bytes = !in.static_memory_bytes.empty();
+  const bool bytes = in.memory_unit == app::MemoryUnit::kBytes;
   fmt::print(out, "{}\n\n", describe_inputs(in));
   fmt::print(out, "{:<{}}  {:>16}  {:>16}  {:>13}  {:>17}  {:>6}  {:>9}{}\n", "schedule", width,
              "iteration ms", "max span ms", "bubble rate", activation_header(runs.front()),

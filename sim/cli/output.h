@@ -7,97 +7,25 @@
 #include <string>
 #include <vector>
 
-#include "analysis/run_record.h"
-#include "models/collectives.h"
+#include "analysis/app/run.h"
+#include "analysis/app/run_summary.h"
 #include "sim/cli/options.h"
 #include "sim/metrics.h"
 #include "traces/profile.h"
 
 namespace bubblesim::cli {
 
-// What the exact mode (--exact) found, for the report.
-struct ExactSummary {
-  bool proven_optimal = false;
-  double span_ms = 0;       // the engine's longest device span of the returned schedule
-  double heuristic_ms = 0;  // the same for the heuristic's schedule (the warm start)
-  double bound_ms = 0;      // the solver's lower bound
-  double gap = 0;           // (span - bound) / span
-  double solve_s = 0;       // solver time
-  double time_limit_s = 0;  // --time-limit
-};
+// The run summaries and derived metrics of the application layer.
+using app::distribution;
+using app::Distribution;
+using app::ExactSummary;
+using app::iteration_time_ns;
+using app::max_peak_memory_bytes;
+using app::MonteCarloSummary;
+using app::RunSummary;
+using app::samples_per_gpu_per_s;
 
-// Quantiles interpolate linearly between the sorted values (numpy's default).
-struct Distribution {
-  double mean = 0, p50 = 0, p90 = 0, p99 = 0;
-};
-Distribution distribution(std::vector<double> values);
-
-// --samples N --seed S: the run repeated N times, each op's duration drawn from its stage's
-// profile samples (traces::SampledCostModel), the schedule fixed.
-struct MonteCarloSummary {
-  int samples = 0;
-  std::uint64_t seed = 0;
-  Distribution iteration_time_ms;
-  Distribution bubble_rate;
-};
-
-struct RunSummary {
-  std::string schedule;
-  sim::ScheduleParams params;
-  sim::Metrics metrics;
-  // Model parameters each device holds, in DeepSeek's convention (../shared/reference/
-  // zero-bubble.md §6): as a multiple of a 1F1B device's in a pipeline with as many stages per
-  // microbatch, which for equal stages is the number of stages a device holds (2 for dualpipe,
-  // dualpipe-v and the V schedules, v for 1f1b-i). `model_copies` is how many copies of the
-  // model the schedule keeps (Schedule::num_stages() / route_stages(): 2 for dualpipe), so each
-  // device holds model_copies / pp of the model's parameters.
-  double parameters_per_device = 1;
-  int model_copies = 1;
-  std::optional<ExactSummary> exact;                // with --exact
-  sim::InputRule input_rule = sim::InputRule::All;  // --paper-evaluator: PaperEvaluator
-  sim::P2pMode p2p = sim::P2pMode::Async;           // --p2p
-  sim::OpOverheads overheads;                       // --op-overhead
-  std::string calibration;                          // --calibration's file, "" without
-  // With --model: each device's static memory in bytes (RunInputs); the device's peak memory
-  // is that plus its activation peak.
-  std::vector<double> static_memory_bytes;
-  int samples_per_microbatch = 0;  // with --model: throughput in samples per GPU per second
-  std::optional<analysis::RunRecord> record;  // with --out: everything the results file keeps
-  std::string profile;                        // --profile's file; "" without
-  std::optional<MonteCarloSummary> monte_carlo;
-  // With --cluster, --dp or --optimizer-sync (RunInputs::replicated): the iteration with the
-  // gradient all-reduce and the optimizer step; `metrics` then cover all dp*pp logical devices.
-  std::optional<models::IterationTime> iteration;
-  int dp = 1;
-  std::string allreduce;                 // "ring" or "tree", with `iteration`
-  std::string optimizer_sync;            // "none", "allreduce", "post-validation", with `iteration`
-  std::vector<int> physical_device;      // per device, with --cluster
-  std::vector<std::string> device_gpus;  // per device, with `iteration`
-  std::vector<double> capacity_bytes;    // per device, with `iteration` and --model
-  double flops_per_iteration = 0;        // with --model and `iteration`: for mfu
-  double peak_flops_total = 0;           // with `iteration`: all devices' dense peak, FLOP/s
-};
-
-// The iteration time of a run: RunSummary::iteration's when there is one, else the pipeline's.
-sim::TimeNs iteration_time_ns(const RunSummary& run);
-// With --model: the largest device peak of static plus activation memory, in bytes.
-double max_peak_memory_bytes(const RunSummary& run);
-// With --model: samples per second per GPU over the iteration, all replicas together.
-double samples_per_gpu_per_s(const RunSummary& run);
-
-// One point of a --mem-limit-sweep: the limit as a multiple of p M_B, and the run.
-struct SweepPoint {
-  double limit_factor = 0;
-  RunSummary run;
-};
-
-// Completes `record`, the run's record for the results file, with the JSON summary's scalar
-// fields beyond the record's fixed ones (RunRecord::extra_numbers and extra_texts), and makes
-// its iteration time the JSON's (with the all-reduce and optimizer step when there are some).
-void add_summary_fields(analysis::RunRecord& record, const RunSummary& run);
-
-// Sets the two fields above from the schedule (of one pipeline replica).
-void set_parameter_fields(RunSummary& run, const sim::Schedule& schedule);
+using app::SweepPoint;
 
 // One JSON object (DESIGN.md §4) for a run, with `parameters_per_device` and
 // `model_share_per_device` (model_copies / pp) added.

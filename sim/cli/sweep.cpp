@@ -22,6 +22,7 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "analysis/app/run.h"
 #include "analysis/calibration.h"
 #include "analysis/results_file.h"
 #include "analysis/study.h"
@@ -88,45 +89,31 @@ analysis::SweepRow row_from_settings(const analysis::StudyConfiguration& c, int 
   return row;
 }
 
-// The options of `bubblesim simulate` that configuration `c` stands for.
-po::variables_map configuration_options(const analysis::StudyConfiguration& c,
-                                        const po::options_description& run_options) {
-  std::vector<std::string> args;
-  for (const analysis::StudySetting& s : c.settings) {
-    if (s.key == "schedule") continue;
-    // In a study, mem-limit 0 names the schedule's default (an axis [0, inf]: default or none);
-    // the option itself refuses an explicit 0.
-    if (s.key == "mem-limit" && std::strtod(s.value.c_str(), nullptr) == 0) continue;
-    args.push_back("--" + s.key);
-    args.push_back(s.value);
-  }
-  po::variables_map vm;
-  po::store(po::command_line_parser(args).options(run_options).run(), vm);
-  po::notify(vm);
-  return vm;
-}
-
-// Simulates configuration `c` as `bubblesim simulate` would with its settings as options (a
-// chunks setting applies only to schedules that take chunks, as in compare); with a
-// `record_as` name the run keeps its record for the results file.
-RunSummary simulate_settings(const analysis::StudyConfiguration& c, const RunInputs& in,
+// Simulates configuration `c` (its settings as analysis/app/scenario.h reads a study; a chunks
+// setting applies only to schedules that take chunks, as in compare); with a `record_as` name
+// the run keeps its record for the results file.
+RunSummary simulate_settings(const analysis::StudyConfiguration& c, const app::Scenario& in,
                              const sim::ScheduleRegistry& registry,
                              const std::string& record_as = "",
                              const std::string& command_line = "") {
   const sim::ScheduleGenerator& generator = registry.get(c.find("schedule")->value);
-  return simulate_generated(generator, params_for(in, generator, true), in, record_as,
-                            command_line);
+  app::RunRequest request;
+  request.generator = &generator;
+  request.params = params_for(in, generator, true);
+  request.keep_record = !record_as.empty();
+  request.record_name = record_as;
+  request.command_line = command_line;
+  return app::run(in, request);
 }
 
 // Simulates configuration `index` (simulate_settings). Never throws: a configuration that
 // cannot run is a row with status "error".
 analysis::SweepRow simulate_configuration(const analysis::StudyConfiguration& c, int index,
-                                          const po::options_description& run_options,
                                           const sim::ScheduleRegistry& registry) {
   analysis::SweepRow row = row_from_settings(c, index);
   try {
-    const po::variables_map vm = configuration_options(c, run_options);
-    const RunInputs in = read_run_inputs(vm);
+    const app::ScenarioSettings settings = app::settings_from_study(c);
+    const app::Scenario in = app::make_scenario(settings);
     const RunSummary run = simulate_settings(c, in, registry);
     const sim::DeviceCosts& d0 = in.device_costs.front();
     row.pp = run.params.pp;
@@ -139,7 +126,7 @@ analysis::SweepRow simulate_configuration(const analysis::StudyConfiguration& c,
     row.m_b = d0.m_b;
     row.m_w = d0.m_w;
     row.mem_limit = in.mem_limit;
-    if (!row.model.empty()) row.gpu = vm["gpu"].as<std::string>();
+    if (!row.model.empty()) row.gpu = settings.gpu.value_or(app::kDefaultGpu);
     row.iteration_time_ms = sim::ns_to_ms(iteration_time_ns(run));
     row.max_device_span_ms = sim::ns_to_ms(run.metrics.max_device_span_ns);
     row.bubble_rate = run.metrics.bubble_rate;
@@ -152,10 +139,9 @@ analysis::SweepRow simulate_configuration(const analysis::StudyConfiguration& c,
     row.status = "ok";
   } catch (const std::exception& e) {
     row.status = "error";
-    std::vector<std::string> values;
-    for (const analysis::StudySetting& s : c.settings)
-      values.push_back(s.value);
-    std::string what = program_options_message(e, values);
+    // The settings reach the library as values (no option parser, so no Boost message that a
+    // '%' in a value could hang): the message is the error's own, on one line.
+    std::string what = e.what();
     std::replace(what.begin(), what.end(), '\n', ' ');
     row.error = what;
   }
@@ -166,7 +152,6 @@ analysis::SweepRow simulate_configuration(const analysis::StudyConfiguration& c,
 // again with their records, as runs "sweep-best-1", "sweep-best-2", ... of the results file.
 std::vector<analysis::RunRecord> best_runs(const std::map<std::size_t, analysis::SweepRow>& rows,
                                            const analysis::Study& study, std::size_t count,
-                                           const po::options_description& run_options,
                                            const sim::ScheduleRegistry& registry,
                                            const std::string& command_line) {
   std::vector<const analysis::SweepRow*> ok;
@@ -184,7 +169,7 @@ std::vector<analysis::RunRecord> best_runs(const std::map<std::size_t, analysis:
   for (std::size_t k = 0; k < count; ++k) {
     const analysis::StudyConfiguration c =
         study.configuration(static_cast<std::size_t>(ok[k]->index));
-    const RunInputs in = read_run_inputs(configuration_options(c, run_options));
+    const app::Scenario in = app::make_scenario(app::settings_from_study(c));
     RunSummary run =
         simulate_settings(c, in, registry, "sweep-best-" + std::to_string(k + 1), command_line);
     records.push_back(std::move(*run.record));
@@ -361,8 +346,8 @@ std::optional<SweepSetup> prepare_sweep(const std::vector<std::string>& args, st
     const std::string absolute = std::filesystem::absolute(cal).lexically_normal().string();
     // As a fixed setting: a configuration or axis that names its own calibration overrides it.
     const std::vector<std::string>& keys = analysis::study_keys();
-    const auto key = static_cast<std::size_t>(
-        std::find(keys.begin(), keys.end(), "calibration") - keys.begin());
+    const auto key =
+        static_cast<std::size_t>(std::find(keys.begin(), keys.end(), "calibration") - keys.begin());
     BUBBLESIM_CHECK(key < keys.size(), "'calibration' is a study key");
     setup.study.fixed.try_emplace(key, analysis::StudySetting{"calibration", absolute, 0});
   }
@@ -381,7 +366,6 @@ std::optional<SweepSetup> prepare_sweep(const std::vector<std::string>& args, st
 // Simulates the configurations `items` of the study with the cores of `arena`: their rows as
 // bytes (write_row).
 std::string simulate_batch(const std::vector<std::size_t>& items, const analysis::Study& study,
-                           const po::options_description& run_options,
                            const sim::ScheduleRegistry& registry, tbb::task_arena& arena) {
   std::vector<analysis::SweepRow> batch(items.size());
   arena.execute([&] {
@@ -389,8 +373,7 @@ std::string simulate_batch(const std::vector<std::size_t>& items, const analysis
                       [&](const tbb::blocked_range<std::size_t>& range) {
                         for (std::size_t k = range.begin(); k != range.end(); ++k) {
                           batch[k] = simulate_configuration(study.configuration(items[k]),
-                                                            static_cast<int>(items[k]), run_options,
-                                                            registry);
+                                                            static_cast<int>(items[k]), registry);
                         }
                       });
   });
@@ -409,12 +392,10 @@ int sweep_worker(Ranks& ranks, const std::vector<std::string>& args, std::ostrea
   const StopSignals signals;
   const sim::ScheduleRegistry registry = sim::builtin_schedules();
   std::ostringstream ignored;
-  po::options_description run_options;
-  add_run_options(run_options);
   return run_worker<SweepSetup>(
       ranks, err, "bubblesim sweep", [&] { return prepare_sweep(args, ignored, err, registry); },
       [&](const SweepSetup& setup, tbb::task_arena& arena, const std::vector<std::size_t>& items) {
-        return simulate_batch(items, setup.study, run_options, registry, arena);
+        return simulate_batch(items, setup.study, registry, arena);
       });
 }
 
@@ -512,8 +493,6 @@ int cmd_sweep(const std::vector<std::string>& args, const std::string& command_l
     return present;
   };
 
-  po::options_description run_options;
-  add_run_options(run_options);
   const StopSignals signals;
   tbb::task_arena arena(setup.jobs == 0 ? tbb::task_arena::automatic : setup.jobs);
   Progress progress(err, setup.mode, "bubblesim sweep", "configurations", in_shard, done_before);
@@ -545,8 +524,7 @@ int cmd_sweep(const std::vector<std::string>& args, const std::string& command_l
                             for (std::size_t k = range.begin(); k != range.end(); ++k) {
                               const std::size_t i = pending[k];
                               simulated[k - from] = simulate_configuration(
-                                  setup.study.configuration(i), static_cast<int>(i), run_options,
-                                  registry);
+                                  setup.study.configuration(i), static_cast<int>(i), registry);
                             }
                           });
       });
@@ -568,7 +546,7 @@ int cmd_sweep(const std::vector<std::string>& args, const std::string& command_l
       const SpreadOutcome outcome = coordinate(
           *ranks, pending,
           [&](const std::vector<std::size_t>& items) {
-            return simulate_batch(items, setup.study, run_options, registry, arena);
+            return simulate_batch(items, setup.study, registry, arena);
           },
           [&](const std::vector<std::size_t>& items, const std::string& results) {
             WireReader r(results);
@@ -644,9 +622,8 @@ int cmd_sweep(const std::vector<std::string>& args, const std::string& command_l
     return stop_signal != 0 ? 128 + stop_signal : 0;
   }
   if (setup.keep_best > 0) {
-    const std::vector<analysis::RunRecord> best =
-        best_runs(rows, setup.study, static_cast<std::size_t>(setup.keep_best), run_options,
-                  registry, command_line);
+    const std::vector<analysis::RunRecord> best = best_runs(
+        rows, setup.study, static_cast<std::size_t>(setup.keep_best), registry, command_line);
     analysis::write_runs(setup.out_path, best, writer, true);
     fmt::print(out,
                "kept the full runs of the {} fastest configurations as /runs/sweep-best-1..{}\n",

@@ -15,13 +15,6 @@ PassSample sample(sim::OpKind pass, int stage, int microbatch, sim::TimeNs kerne
   return {{pass, stage, microbatch, kNoNumber}, 0, 0, 0, kernel_ns, kernel_ns, 1};
 }
 
-TEST(ProfileCosts, MedianRoundsTheMiddlePairsMeanUp) {
-  EXPECT_EQ(median_ns({5}), 5);
-  EXPECT_EQ(median_ns({9, 1, 5}), 5);
-  EXPECT_EQ(median_ns({4, 1, 8, 2}), 3);  // (2 + 4) / 2
-  EXPECT_EQ(median_ns({1, 2}), 2);        // 1.5 rounded up
-}
-
 TEST(ProfileCosts, BackwardShareIsThePapersFlopRatio) {
   EXPECT_DOUBLE_EQ(backward_b_share(1600, 1024),
                    (24.0 * 1600 + 8 * 1024) / (48.0 * 1600 + 8 * 1024));

@@ -430,9 +430,9 @@ TEST(Cli, BadInputGetsOneLineAndStatusTwo) {
       {{"compare", "--overlap-efficiency", "nan"}, "option --overlap-efficiency"},
       {{"compare", "--overlap-efficiency", "x"}, "overlap-efficiency"},
       {{"simulate", "-s", "zb-2p", "--exact", "--paper-evaluator"},
-       "option --exact: cannot be combined with --paper-evaluator"},
+       "option --exact: cannot be combined with paper-evaluator"},
       {{"simulate", "-s", "1f1b-i", "--paper-evaluator", "--optimizer-sync", "allreduce"},
-       "option --paper-evaluator: cannot be combined with --cluster, --dp or --optimizer-sync"},
+       "option --paper-evaluator: cannot be combined with cluster, dp or optimizer-sync"},
   };
   for (const auto& [args, needle] : cases) {
     const Outcome o = run_cli(args);

@@ -1,4 +1,4 @@
-#include "analysis/advise.h"
+#include "analysis/app/advise.h"
 
 #include <fmt/format.h>
 #include <tbb/blocked_range.h>
@@ -8,10 +8,11 @@
 #include <algorithm>
 #include <tuple>
 
-#include "sim/cost_model.h"
-#include "sim/simulation.h"
+#include "analysis/app/run.h"
+#include "analysis/throughput.h"
+#include "models/collectives.h"
 
-namespace bubblesim::analysis {
+namespace bubblesim::analysis::app {
 
 namespace {
 
@@ -28,67 +29,74 @@ std::vector<int> divisors(int n) {
 
 }  // namespace
 
+namespace {
+
+// The scenario of candidate `c`: the model at the candidate's microbatch size timed on the
+// hardware's GPU, one hop the link's latency plus an activation over its bandwidth, and, for
+// schedules built under a memory limit, what the budget leaves after the static memory.
+ScenarioSettings candidate_settings(const AdviseCandidate& c, const AdviseSearch& search,
+                                    const sim::ScheduleGenerator& generator) {
+  const AdviseHardware& hw = search.hardware;
+  ScenarioSettings s;
+  s.transformer = search.model;
+  s.transformer->microbatch_size = c.microbatch_size;
+  s.gpu_spec = hw.gpu;
+  s.efficiency = hw.efficiency;
+  s.pp = c.pp;
+  s.microbatches = c.microbatches;
+  s.chunks = c.chunks;
+  s.op_overhead = hw.overheads;
+  s.p2p = hw.p2p;
+  const std::vector<models::StageEstimate> stages = models::estimate_stages(*s.transformer, c.pp);
+  std::vector<double> comm_ms;
+  double most_static = 0;
+  for (const models::StageEstimate& stage : stages) {
+    comm_ms.push_back(hw.link_latency_ms +
+                      stage.transfer_bytes / (hw.link_bandwidth_gbps * 1e9) * 1e3);
+    most_static = std::max(most_static, stage.static_bytes);
+  }
+  s.comm_ms = comm_ms;
+  // With no room left at all, the schedule's own default (it is out of memory anyway, and the
+  // report says by how much).
+  if (generator.takes_mem_limit() && hw.memory_budget_bytes > most_static) {
+    s.mem_limit = hw.memory_budget_bytes - most_static;
+  }
+  return s;
+}
+
+}  // namespace
+
 void evaluate_candidate(AdviseCandidate& c, const AdviseSearch& search,
                         const sim::ScheduleGenerator& generator) {
   try {
     const AdviseHardware& hw = search.hardware;
-    models::TransformerConfig model = search.model;
-    model.microbatch_size = c.microbatch_size;
-    const std::vector<models::StageEstimate> stages = models::estimate_stages(model, c.pp);
-    std::vector<sim::DeviceCosts> costs;
-    double largest_parameters = 0;
-    for (const models::StageEstimate& s : stages) {
-      const auto time = [&](double flops) {
-        return sim::derived_ms_to_ns(models::flops_to_ms(flops, hw.gpu, hw.efficiency),
-                                     "the model's time on " + hw.gpu.name);
-      };
-      const double comm_ms =
-          hw.link_latency_ms + s.transfer_bytes / (hw.link_bandwidth_gbps * 1e9) * 1e3;
-      costs.push_back(sim::DeviceCosts{time(s.f_flops), time(s.b_flops), time(s.w_flops),
-                                       sim::derived_ms_to_ns(comm_ms, "a transfer between stages"),
-                                       s.m_b_bytes, s.m_w_bytes, 0});
-      costs.back().overheads = hw.overheads;
-      largest_parameters = std::max(largest_parameters, s.parameters);
-    }
-    double most_static = 0;
-    for (const models::StageEstimate& s : stages)
-      most_static = std::max(most_static, s.static_bytes);
-    const sim::PerDeviceCostModel cost_model(costs, c.chunks);
-    std::vector<sim::DeviceCosts> pass_times = costs;
-    for (sim::DeviceCosts& d : pass_times)
-      d.overheads = {};
-    const sim::PerDeviceCostModel generator_costs(pass_times, c.chunks);
-    sim::ScheduleParams params;
-    params.pp = c.pp;
-    params.microbatches = c.microbatches;
-    params.chunks = c.chunks;
-    params.costs = &generator_costs;
-    // Build under what the budget leaves for activations; with no room left at all the
-    // schedule's own default (it is out of memory anyway, and the report says by how much).
-    if (generator.takes_mem_limit() && hw.memory_budget_bytes > most_static) {
-      params.mem_limit = hw.memory_budget_bytes - most_static;
-    }
-    const sim::Schedule schedule = generator.generate(params);
-    const sim::SimulationResult result =
-        sim::simulate(schedule, cost_model, {}, nullptr, sim::InputRule::All, hw.p2p);
+    const Scenario scenario = make_scenario(candidate_settings(c, search, generator));
+    RunRequest request;
+    request.generator = &generator;
+    request.params = params_for(scenario, generator, true);
+    const RunSummary run = app::run(scenario, request);
     // Schedules that keep two copies of the model (dualpipe) hold twice the parameters.
-    const double copies = static_cast<double>(schedule.num_stages()) / schedule.route_stages();
-    c.iteration_time_ms = sim::ns_to_ms(result.metrics.iteration_time_ns);
-    c.bubble_rate = result.metrics.bubble_rate;
-    for (const sim::DeviceMetrics& d : result.metrics.devices) {
-      const double static_bytes = copies * stages[static_cast<std::size_t>(d.device)].static_bytes;
+    const double copies = run.model_copies;
+    c.iteration_time_ms = sim::ns_to_ms(run.metrics.iteration_time_ns);
+    c.bubble_rate = run.metrics.bubble_rate;
+    for (const sim::DeviceMetrics& d : run.metrics.devices) {
+      const double static_bytes =
+          copies * scenario.static_memory_bytes[static_cast<std::size_t>(d.device)];
       const double peak = static_bytes + d.peak_activation_memory;
       if (peak > c.peak_memory_bytes) {
         c.peak_memory_bytes = peak;
         c.static_memory_bytes = static_bytes;
       }
     }
-    c.allreduce_ms = c.dp > 1 ? 2.0 * (c.dp - 1) / c.dp * kGradientBytes * copies *
-                                    largest_parameters / (hw.link_bandwidth_gbps * 1e9) * 1e3
-                              : 0;
-    const double seconds = (c.iteration_time_ms + c.allreduce_ms) / 1e3;
-    c.samples_per_gpu_per_s =
-        seconds > 0 ? static_cast<double>(search.global_batch) / (hw.gpus * seconds) : 0;
+    const double largest_parameters =
+        *std::max_element(scenario.parameters.begin(), scenario.parameters.end());
+    // The data-parallel gradient all-reduce of the largest stage, the ring of
+    // models/collectives.h over the link between replicas (bandwidth and latency).
+    c.allreduce_ms = sim::ns_to_ms(
+        models::ring_allreduce_ns(c.dp, kGradientBytes * copies * largest_parameters,
+                                  hw.link_bandwidth_gbps * 1e9, sim::ms_to_ns(hw.link_latency_ms)));
+    c.samples_per_gpu_per_s = per_gpu_per_s(static_cast<double>(search.global_batch), hw.gpus,
+                                            c.iteration_time_ms + c.allreduce_ms);
     c.outcome = c.peak_memory_bytes <= hw.memory_budget_bytes ? AdviseOutcome::kFits
                                                               : AdviseOutcome::kOutOfMemory;
   } catch (const InvalidArgument& e) {
@@ -105,23 +113,23 @@ std::string AdviseCandidate::label() const {
 std::vector<AdviseCandidate> advise_candidates(const AdviseSearch& search,
                                                const sim::ScheduleRegistry& registry) {
   const AdviseHardware& hw = search.hardware;
-  if (hw.gpus < 1) throw InvalidArgument("option --gpus: expected at least 1 GPU");
+  if (hw.gpus < 1) throw SettingError("gpus", "expected at least 1 GPU");
   if (!(hw.memory_budget_bytes > 0)) {
-    throw InvalidArgument("option --mem-budget-gb: expected a positive budget");
+    throw SettingError("mem-budget-gb", "expected a positive budget");
   }
   if (!(hw.link_bandwidth_gbps > 0) || !(hw.link_latency_ms >= 0)) {
     throw InvalidArgument(
         "options --link-gbps/--link-latency-ms: expected a bandwidth > 0 and a latency >= 0");
   }
-  if (search.global_batch < 1) throw InvalidArgument("option --global-batch: expected >= 1");
+  if (search.global_batch < 1) throw SettingError("global-batch", "expected >= 1");
   if (search.microbatch_sizes.empty() || search.chunks.empty()) {
     throw InvalidArgument("options --microbatch-sizes/--chunks: expected at least one value");
   }
   for (const int b : search.microbatch_sizes) {
-    if (b < 1) throw InvalidArgument("option --microbatch-sizes: expected sizes >= 1");
+    if (b < 1) throw SettingError("microbatch-sizes", "expected sizes >= 1");
   }
   for (const int v : search.chunks) {
-    if (v < 1 || v > 1024) throw InvalidArgument("option --chunks: expected 1 to 1024");
+    if (v < 1 || v > 1024) throw SettingError("chunks", "expected 1 to 1024");
   }
   std::vector<const sim::ScheduleGenerator*> generators;
   if (search.schedules.empty()) {
@@ -192,4 +200,4 @@ std::vector<AdviseCandidate> advise(const AdviseSearch& search,
   return candidates;
 }
 
-}  // namespace bubblesim::analysis
+}  // namespace bubblesim::analysis::app

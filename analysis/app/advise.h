@@ -26,7 +26,7 @@
 #include "sim/engine.h"
 #include "sim/schedule_registry.h"
 
-namespace bubblesim::analysis {
+namespace bubblesim::analysis::app {
 
 // What a configuration runs on: every GPU alike, linked by one bandwidth and latency. This is
 // the one place that describes the hardware, so that a cluster description can fill it later.
@@ -95,4 +95,4 @@ std::vector<AdviseCandidate> advise(
     const AdviseSearch& search, const sim::ScheduleRegistry& registry, int jobs = 0,
     const std::function<void(std::size_t, std::size_t)>& progress = {});
 
-}  // namespace bubblesim::analysis
+}  // namespace bubblesim::analysis::app

@@ -1,0 +1,48 @@
+#include "sim/cli/commands.h"
+
+#include <fmt/format.h>
+
+#include <boost/program_options.hpp>
+
+#include "analysis/app/run.h"
+#include "analysis/results_file.h"
+
+namespace bubblesim::cli {
+
+namespace po = boost::program_options;
+
+// Runs `schedule` (or, with a generator, the schedule it builds) in the inputs' scenario
+// (app::run); with `exact_time_limit_s`, improved by the exact mode; with `recording`, keeping
+// the run's record for the results file.
+RunSummary run_schedule(std::string name, sim::Schedule& schedule,
+                        const sim::ScheduleGenerator* generator, sim::ScheduleParams params,
+                        const RunInputs& in, std::optional<double> exact_time_limit_s,
+                        const Recording* recording) {
+  app::RunRequest request;
+  request.generator = generator;
+  request.name = std::move(name);
+  request.params = params;
+  request.exact_time_limit_s = exact_time_limit_s;
+  if (recording != nullptr) {
+    request.keep_record = true;
+    request.record_name = recording->run_name;
+    request.command_line = recording->command_line;
+  }
+  return app::run(in, request, schedule);
+}
+
+// Adds the runs' records to the --out file (all or none of them), into `file`'s temporary.
+void write_results(sim::OutputFile& file, const RunInputs& in, std::span<RunSummary> runs,
+                   const std::string& command_line) {
+  std::vector<analysis::RunRecord> records;
+  for (RunSummary& run : runs)
+    records.push_back(std::move(*run.record));
+  try {
+    analysis::write_runs(file, records, {BUBBLESIM_VERSION, command_line}, in.overwrite);
+  } catch (const analysis::RunExistsError& e) {
+    throw analysis::RunExistsError(std::string(e.what()) +
+                                   " (give --overwrite to replace it, or --run-name)");
+  }
+}
+
+}  // namespace bubblesim::cli
