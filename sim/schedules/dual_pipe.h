@@ -41,8 +41,9 @@
 // pair and 1 - e before each of the PP/2 - 1 pairs of step 5.) With e = 0 this is exactly the
 // DeepSeek README's (PP/2 - 1)(F&B + B - 3W), B the full backward (BW = 2) and F&B = 3:
 // 2(PP/2 - 1). With e > 0 the README's formula, (PP/2 - 1)(2 - e), is higher than the
-// simulation by (PP/2 - 2) e. This closed form was found from the simulation and is checked by
-// the tests over a grid of PP, m and e; it is not derived step by step.
+// simulation by (PP/2 - 2) e. For the first rank this is the sum of the waits counted above
+// (tested); for the other ranks the form was read off simulations, not derived, and the tests
+// check every rank's span against the dependency graph's longest paths (OpGraph) instead.
 // Peak activation memory: PP + 1 microbatches of one stage on every device, i.e. (p + 1) M_B
 // for dualpipe and (2p + 1)/2 M_B for dualpipe-v (2p + 1 chunk units).
 #pragma once

