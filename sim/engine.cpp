@@ -417,9 +417,9 @@ Timeline Engine::run_validated() {
       throw InvalidArgument("the paper's evaluator rule cannot time transfers over a network");
     }
     if (p2p_ != P2pMode::Async) {
-      throw InvalidArgument(
-          "blocking point-to-point transfers cannot be timed over a network (give --comm "
-          "instead of --cluster)");
+      throw SettingError("p2p",
+                         "blocking transfers cannot be timed over a network (give per-hop "
+                         "transfer times instead of a cluster)");
     }
     return run_with_network(schedule_, costs_, *network_, observers_);
   }

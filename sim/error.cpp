@@ -1,8 +1,15 @@
 #include "sim/error.h"
 
+#include <utility>
+
 #include <sstream>
 
 namespace bubblesim {
+
+SettingError::SettingError(std::string setting, std::string problem)
+    : InvalidArgument("setting '" + setting + "': " + problem),
+      setting_(std::move(setting)),
+      problem_(std::move(problem)) {}
 
 std::string format_number(double x) {
   std::ostringstream s;

@@ -23,6 +23,21 @@ class InvalidArgument : public Error {
   using Error::Error;
 };
 
+// Bad input for one setting of a run: `setting` is its name (the study key, which is also the
+// long option of `bubblesim simulate`: "pp", "dp", "mem-limit"), `problem` what is wrong with
+// it. what() is "setting 'pp': problem"; the command line words it "option --pp: problem", a
+// study row or a runs file keeps what(). Libraries name settings this way, never options.
+class SettingError : public InvalidArgument {
+ public:
+  SettingError(std::string setting, std::string problem);
+  const std::string& setting() const { return setting_; }
+  const std::string& problem() const { return problem_; }
+
+ private:
+  std::string setting_;
+  std::string problem_;
+};
+
 class InternalError : public std::logic_error {
  public:
   using std::logic_error::logic_error;

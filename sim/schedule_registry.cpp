@@ -45,16 +45,16 @@ void require_pipeline(const ScheduleParams& params) {
   // Bounds keep every per-op array index and the op count well inside 32-bit ranges.
   constexpr std::int64_t kMaxOps = std::int64_t{1} << 31;
   if (params.pp < 1 || params.pp > (1 << 20)) {
-    throw InvalidArgument("-p/--pp (pipeline devices) must be between 1 and 1048576, got " +
-                          std::to_string(params.pp));
+    throw SettingError("pp", "the pipeline devices must be between 1 and 1048576, got " +
+                                 std::to_string(params.pp));
   }
   if (params.microbatches < 1 || params.microbatches > (1 << 24)) {
-    throw InvalidArgument("-m/--microbatches must be between 1 and 16777216, got " +
-                          std::to_string(params.microbatches));
+    throw SettingError("microbatches", "must be between 1 and 16777216, got " +
+                                           std::to_string(params.microbatches));
   }
   if (params.chunks < 1 || params.chunks > 1024) {
-    throw InvalidArgument("-v/--chunks (model chunks per device) must be between 1 and 1024, got " +
-                          std::to_string(params.chunks));
+    throw SettingError("chunks", "the model chunks per device must be between 1 and 1024, got " +
+                                     std::to_string(params.chunks));
   }
   const std::int64_t ops = std::int64_t{3} * params.pp * params.chunks * params.microbatches;
   if (ops > kMaxOps) {
@@ -66,10 +66,9 @@ void require_pipeline(const ScheduleParams& params) {
 
 void require_chunks(const ScheduleParams& params, std::string_view schedule, int chunks) {
   if (params.chunks != chunks) {
-    throw InvalidArgument("schedule '" + std::string(schedule) + "' places " +
-                          std::to_string(chunks) + (chunks == 1 ? " chunk" : " chunks") +
-                          " per device: -v/--chunks must be " + std::to_string(chunks) + ", got " +
-                          std::to_string(params.chunks));
+    throw SettingError("chunks", "schedule '" + std::string(schedule) + "' places " +
+                                     std::to_string(chunks) + (chunks == 1 ? " chunk" : " chunks") +
+                                     " per device, got " + std::to_string(params.chunks));
   }
 }
 

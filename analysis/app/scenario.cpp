@@ -707,9 +707,4 @@ sim::ScheduleParams params_for(const Scenario& in, const sim::ScheduleGenerator&
   return params;
 }
 
-SettingError::SettingError(std::string setting, std::string problem)
-    : InvalidArgument("setting '" + setting + "': " + problem),
-      setting_(std::move(setting)),
-      problem_(std::move(problem)) {}
-
 }  // namespace bubblesim::analysis::app

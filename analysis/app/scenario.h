@@ -35,20 +35,8 @@ struct DefaultExample {
   static constexpr const char* kComm = "0.601";
 };
 
-// Bad input for one setting of a run: `setting` is its name (the study key, which is also the
-// long option of `bubblesim simulate`: "dp", "mem-limit"), `problem` what is wrong with it.
-// what() is "setting 'dp': problem"; the command line words it "option --dp: problem", a study
-// row or a runs file keeps what().
-class SettingError : public InvalidArgument {
- public:
-  SettingError(std::string setting, std::string problem);
-  const std::string& setting() const { return setting_; }
-  const std::string& problem() const { return problem_; }
-
- private:
-  std::string setting_;
-  std::string problem_;
-};
+// Bad input for one setting of a run (sim/error.h).
+using bubblesim::SettingError;
 
 // The GPU the times are for when a setting does not name one.
 inline constexpr const char* kDefaultGpu = "A100-80GB";

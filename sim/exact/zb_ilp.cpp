@@ -29,8 +29,8 @@ bool available() {
 
 ExactResult solve_zero_bubble_ilp(const Schedule&, const CostModel&, const std::vector<double>&,
                                   const ExactOptions&) {
-  throw InvalidArgument(
-      "option --exact: this build has no ILP solver (install coinor-libcbc-dev and rebuild)");
+  throw SettingError("exact",
+                     "this build has no ILP solver (install coinor-libcbc-dev and rebuild)");
 }
 
 #else
@@ -405,9 +405,9 @@ ExactResult solve_zero_bubble_ilp(const Schedule& warm_start, const CostModel& c
                                   const std::vector<double>& limit, const ExactOptions& options) {
   const int p = warm_start.num_devices(), m = warm_start.num_microbatches;
   if (p * m > kMaxStagesTimesMicrobatches) {
-    throw InvalidArgument("option --exact: p*m = " + std::to_string(p * m) + " is above the " +
-                          std::to_string(kMaxStagesTimesMicrobatches) +
-                          " the exact mode takes; leave out --exact for the heuristic alone");
+    throw SettingError("exact", "p*m = " + std::to_string(p * m) + " is above the " +
+                                    std::to_string(kMaxStagesTimesMicrobatches) +
+                                    " the exact mode takes; leave it out for the heuristic alone");
   }
   ExactResult result;
   result.schedule = warm_start;

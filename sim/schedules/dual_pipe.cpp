@@ -114,11 +114,12 @@ class DualPipe final : public ScheduleGenerator {
     require_chunks(params, name(), 1);
     const int p = params.pp, m = params.microbatches;
     if (p % 2 != 0) {
-      throw InvalidArgument("schedule 'dualpipe' needs an even -p/--pp, got " + std::to_string(p));
+      throw SettingError("pp",
+                         "schedule 'dualpipe' needs an even number, got " + std::to_string(p));
     }
     if (m % 2 != 0 || m < 2 * p) {
-      throw InvalidArgument("schedule 'dualpipe' needs an even -m/--microbatches >= 2p = " +
-                            std::to_string(2 * p) + ", got " + std::to_string(m));
+      throw SettingError("microbatches", "schedule 'dualpipe' needs an even number >= 2p = " +
+                                             std::to_string(2 * p) + ", got " + std::to_string(m));
     }
     Schedule s = empty_v_schedule(p, m);
     for (int mb = 0; mb < m; ++mb)
@@ -153,8 +154,8 @@ class DualPipeV final : public ScheduleGenerator {
     require_chunks(params, name(), 2);
     const int p = params.pp, m = params.microbatches;
     if (m < 2 * p) {
-      throw InvalidArgument("schedule 'dualpipe-v' needs -m/--microbatches >= 2p = " +
-                            std::to_string(2 * p) + ", got " + std::to_string(m));
+      throw SettingError("microbatches", "schedule 'dualpipe-v' needs at least 2p = " +
+                                             std::to_string(2 * p) + ", got " + std::to_string(m));
     }
     Schedule s = empty_v_schedule(p, m);
     for (int r = 0; r < p; ++r) {

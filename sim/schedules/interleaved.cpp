@@ -22,12 +22,13 @@ class InterleavedOneFOneB final : public ScheduleGenerator {
     require_pipeline(params);
     const int p = params.pp, v = params.chunks, m = params.microbatches;
     if (v < 2) {
-      throw InvalidArgument("schedule '1f1b-i' needs -v/--chunks >= 2, got " + std::to_string(v));
+      throw SettingError("chunks", "schedule '1f1b-i' needs at least 2, got " + std::to_string(v));
     }
     if (m % p != 0) {
-      throw InvalidArgument(
-          "schedule '1f1b-i' needs -m/--microbatches to be a multiple of -p/--pp (" +
-          std::to_string(p) + "), got " + std::to_string(m));
+      throw SettingError("microbatches",
+                         "schedule '1f1b-i' needs a multiple of the pipeline "
+                         "devices (" +
+                             std::to_string(p) + "), got " + std::to_string(m));
     }
     Schedule s;
     s.num_microbatches = m;

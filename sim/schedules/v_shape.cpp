@@ -928,9 +928,11 @@ class VShape final : public ScheduleGenerator {
       const double l =
           params.mem_limit > 0 ? params.mem_limit : kind_.default_limit(params.pp) * m_b;
       if (l + 1e-9 < m_b) {
-        throw InvalidArgument(
-            "schedule '" + std::string(name()) + "': --mem-limit " + format_number(l) +
-            " is below what one microbatch needs on a device, M_B = " + format_number(m_b));
+        throw SettingError("mem-limit", "schedule '" + std::string(name()) +
+                                            "': " + format_number(l) +
+                                            " is below what one microbatch needs on a device, "
+                                            "M_B = " +
+                                            format_number(m_b));
       }
       limit.push_back(l);
     }

@@ -306,7 +306,7 @@ TEST_F(Calibrate, BadRunsFilesAreOneLineAndWriteNothing) {
        "3: key 'measured_iteration_ms': expected a number > 0"},
       {"cannot-simulate",
        "runs:\n" + ok + "  - {schedule: 1f1b-i, p: 4, m: 6, v: 2, measured_iteration_ms: 90}\n",
-       "3: run '1f1b-i': schedule '1f1b-i' needs -m/--microbatches to be a multiple"},
+       "3: run '1f1b-i': setting 'microbatches': schedule '1f1b-i' needs a multiple"},
       {"fitted-key",
        "runs:\n" + ok +
            "  - {schedule: 1f1b, p: 4, m: 9, p2p: blocking, measured_iteration_ms: 90}\n",

@@ -154,15 +154,16 @@ TEST(Cli, CompareAllLeavesOutWhatTheParametersDoNotSuit) {
   const Outcome o = run_cli({"compare", "-p", "4", "-m", "6", "--json"});
   ASSERT_EQ(o.status, 0) << o.err;
   EXPECT_NE(o.err.find("1f1b-i left out"), std::string::npos) << o.err;
-  EXPECT_NE(o.err.find("dualpipe left out: schedule 'dualpipe' needs an even "
-                       "-m/--microbatches >= 2p = 8, got 6"),
+  EXPECT_NE(o.err.find("dualpipe left out: option --microbatches: schedule 'dualpipe' needs an "
+                       "even number >= 2p = 8, got 6"),
             std::string::npos)
       << o.err;
   EXPECT_NE(o.err.find("dualpipe-v left out"), std::string::npos) << o.err;
   EXPECT_EQ(parse_json(o.out).Size(), 10u);  // all but 1f1b-i, dualpipe and dualpipe-v
   const Outcome odd = run_cli({"compare", "-p", "5", "-m", "10", "--json"});
   ASSERT_EQ(odd.status, 0) << odd.err;
-  EXPECT_NE(odd.err.find("dualpipe left out: schedule 'dualpipe' needs an even -p/--pp, got 5"),
+  EXPECT_NE(odd.err.find("dualpipe left out: option --pp: schedule 'dualpipe' needs an even "
+                         "number, got 5"),
             std::string::npos)
       << odd.err;
   EXPECT_EQ(parse_json(odd.out).Size(), 12u);  // all but dualpipe
@@ -401,13 +402,15 @@ TEST(Cli, BadInputGetsOneLineAndStatusTwo) {
       {{"simulate", "-s", "zb-auto", "--mem-limit-sweep", "1:x:0.5"}, "'x' is not a number"},
       {{"simulate", "-s", "zb-auto", "--mem-limit-sweep", "1:2:0.5", "--exact"},
        "cannot be combined"},
-      {{"compare", "-p", "0"}, "-p/--pp"},
+      {{"compare", "-p", "0"}, "option --pp: the pipeline devices must be between 1 and"},
       {{"compare", "-p", "x"}, "pp"},
       {{"compare", "-p"}, "pp"},
-      {{"compare", "-m", "-3"}, "-m/--microbatches"},
-      {{"simulate", "-s", "gpipe", "-v", "2"}, "-v/--chunks must be 1"},
-      {{"simulate", "-s", "1f1b-i", "-m", "12"}, "multiple of -p/--pp"},
-      {{"compare", "-s", "1f1b-i", "-v", "1"}, "-v/--chunks >= 2"},
+      {{"compare", "-m", "-3"}, "option --microbatches: must be between 1 and 16777216, got -3"},
+      {{"simulate", "-s", "gpipe", "-v", "2"}, "option --chunks: schedule 'gpipe' places 1 chunk"},
+      {{"simulate", "-s", "1f1b-i", "-m", "12"},
+       "option --microbatches: schedule '1f1b-i' needs a multiple"},
+      {{"compare", "-s", "1f1b-i", "-v", "1"},
+       "option --chunks: schedule '1f1b-i' needs at least 2"},
       {{"compare", "--f", "1,2"}, "option --f: expected one time in ms or 8"},
       {{"compare", "--b", "abc"}, "option --b: 'abc' is not a number"},
       {{"compare", "--w", "1,,2,3,4,5,6,7"}, "option --w"},
@@ -421,9 +424,11 @@ TEST(Cli, BadInputGetsOneLineAndStatusTwo) {
       {{"simulate", "-s", "gpipe", "-m", "16000000", "--f", "1e9", "--max-memory", "1e6"},
        "70 years"},
       {{"simulate", "-s", "dualpipe", "-p", "3", "-m", "12"},
-       "schedule 'dualpipe' needs an even -p/--pp, got 3"},
-      {{"simulate", "-s", "dualpipe", "-m", "15"}, "even -m/--microbatches >= 2p = 16, got 15"},
-      {{"compare", "-s", "dualpipe-v", "-m", "10"}, "-m/--microbatches >= 2p = 16, got 10"},
+       "option --pp: schedule 'dualpipe' needs an even number, got 3"},
+      {{"simulate", "-s", "dualpipe", "-m", "15"},
+       "option --microbatches: schedule 'dualpipe' needs an even number >= 2p = 16, got 15"},
+      {{"compare", "-s", "dualpipe-v", "-m", "10"},
+       "option --microbatches: schedule 'dualpipe-v' needs at least 2p = 16, got 10"},
       {{"compare", "--overlap-efficiency", "1.5"},
        "option --overlap-efficiency: expected a number from 0 to 1, got 1.5"},
       {{"compare", "--overlap-efficiency", "-0.25"}, "option --overlap-efficiency"},

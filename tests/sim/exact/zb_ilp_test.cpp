@@ -100,9 +100,9 @@ TEST(ZbIlp, RefusesLargeInstancesAndSaysWhy) {
     FAIL() << "no error";
   } catch (const InvalidArgument& e) {
     const std::string expected =
-        available() ? "option --exact: p*m = 256 is above the 200 the exact mode takes; leave "
-                      "out --exact for the heuristic alone"
-                    : "option --exact: this build has no ILP solver (install coinor-libcbc-dev "
+        available() ? "setting 'exact': p*m = 256 is above the 200 the exact mode takes; leave it "
+                      "out for the heuristic alone"
+                    : "setting 'exact': this build has no ILP solver (install coinor-libcbc-dev "
                       "and rebuild)";
     EXPECT_EQ(e.what(), expected);
   }

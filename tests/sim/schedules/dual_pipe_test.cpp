@@ -215,16 +215,19 @@ void expect_error(const char* name, int p, int m, int v, const std::string& need
 }
 
 TEST(DualPipe, BadParametersAreNamed) {
-  expect_error("dualpipe", 3, 12, 1, "schedule 'dualpipe' needs an even -p/--pp, got 3");
+  expect_error("dualpipe", 3, 12, 1,
+               "setting 'pp': schedule 'dualpipe' needs an even number, got 3");
   expect_error("dualpipe", 4, 9, 1,
-               "schedule 'dualpipe' needs an even -m/--microbatches >= 2p = 8, got 9");
+               "setting 'microbatches': schedule 'dualpipe' needs an even number >= 2p = 8, got 9");
   expect_error("dualpipe", 4, 6, 1,
-               "schedule 'dualpipe' needs an even -m/--microbatches >= 2p = 8, got 6");
-  expect_error("dualpipe", 4, 8, 2, "-v/--chunks must be 1, got 2");
+               "setting 'microbatches': schedule 'dualpipe' needs an even number >= 2p = 8, got 6");
+  expect_error("dualpipe", 4, 8, 2,
+               "setting 'chunks': schedule 'dualpipe' places 1 chunk per device, got 2");
   expect_error("dualpipe-v", 4, 7, 2,
-               "schedule 'dualpipe-v' needs -m/--microbatches >= 2p = 8, got 7");
-  expect_error("dualpipe-v", 4, 8, 1, "-v/--chunks must be 2, got 1");
-  expect_error("dualpipe", 0, 8, 1, "-p/--pp");
+               "setting 'microbatches': schedule 'dualpipe-v' needs at least 2p = 8, got 7");
+  expect_error("dualpipe-v", 4, 8, 1,
+               "setting 'chunks': schedule 'dualpipe-v' places 2 chunks per device, got 1");
+  expect_error("dualpipe", 0, 8, 1, "setting 'pp'");
 }
 
 }  // namespace
