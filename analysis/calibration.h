@@ -22,7 +22,7 @@ struct Calibration {
   sim::P2pMode p2p = sim::P2pMode::Async;
   double efficiency = 0;  // fitted for runs timed from the model's FLOPs, in (0, 1]; 0: not fitted
   // How well it fits, as relative errors (0.01 = 1%): informative, not applied.
-  std::string runs;  // the RUNS.yaml it was fitted to
+  std::string runs;  // the RUNS.yaml it was fitted to (written as UTF-8: other bytes as U+FFFD)
   int num_runs = 0;
   double mape = 0;      // mean absolute percentage error of the fit, as a fraction
   double worst = 0;     // the largest absolute relative error

@@ -5,7 +5,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(g++ cmake ninja-build ccache pkg-config
+# clang and its sanitizer runtimes (libFuzzer among them): cmake/test.sh's sanitizer build and
+# fuzzing run (docs/robustness.md); the release build stays gcc's.
+packages=(g++ clang libclang-rt-dev cmake ninja-build ccache pkg-config
           libboost-graph-dev libboost-program-options-dev libboost-regex-dev libfmt-dev rapidjson-dev zlib1g-dev
           libgtest-dev libgmock-dev libbenchmark-dev coinor-libcbc-dev libyaml-cpp-dev libhdf5-dev libtbb-dev
           libopenmpi-dev openmpi-bin

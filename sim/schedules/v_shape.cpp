@@ -360,12 +360,17 @@ class VSearch {
   static constexpr std::size_t kUniformScale = 4'000'000'000;
   static constexpr std::size_t kRefineOps = 5'000'000;
   static constexpr std::size_t kStarts = 4;  // results of phase 1 that phase 2 starts from
+  static constexpr int kMaxFit = 1 << 20;     // chunk0_fit_ when everything fits
 
   VSearch(int p, int m, const std::vector<StageCosts>& costs, const std::vector<double>& limit)
       : p_(p), m_(m), costs_(costs), limit_(limit) {
     pass_ops_ = static_cast<std::size_t>(6 * p * m);
-    // Chunk-0 microbatches whose activations fit on device 0: the scale of the caps.
-    chunk0_fit_ = std::max(1, static_cast<int>(limit[0] / costs[0].f_delta + 1e-9));
+    // Chunk-0 microbatches whose activations fit on device 0: the scale of the caps. With no
+    // limit (inf) or activations of no size (x / 0) every microbatch fits: kMaxFit, which no cap
+    // below reaches in practice and which keeps the caps' arithmetic in range (the cast of inf
+    // to int was undefined; x86 made it INT_MIN, so a cap of 1 microbatch in flight).
+    const double fit = limit[0] / costs[0].f_delta + 1e-9;
+    chunk0_fit_ = fit < kMaxFit ? std::max(1, static_cast<int>(fit)) : kMaxFit;
     refine_ = static_cast<std::size_t>(p) * static_cast<std::size_t>(chunk0_fit_) *
                   Choices::kDeviceCombinations * pass_ops_ <=
               kRefineOps;

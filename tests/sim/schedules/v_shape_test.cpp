@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "sim/op_graph.h"
 #include "sim/placement.h"
 #include "sim/schedules/handcrafted.h"
@@ -103,6 +105,20 @@ TEST(ZbV, LimitBelowOneMicrobatchIsAnError) {
         << e.what();
   }
   EXPECT_EQ(ScheduleRegistry{}.find("zb-v"), nullptr);  // registries start empty
+}
+
+// No limit (inf) is a limit that fits every microbatch: the same schedule as a finite one that
+// does. (The search divided the limit by M_B and cast inf to int: undefined behaviour, which
+// clang's UBSan build of cmake/test.sh stops at.)
+TEST(ZbV, AnUnlimitedLimitIsOneThatFitsEveryMicrobatch) {
+  const int p = 4, m = 12;
+  const auto costs = PerDeviceCostModel::uniform(
+      DeviceCosts{ms_to_ns(18.522), ms_to_ns(18.086), ms_to_ns(9.337), ms_to_ns(0.601), 1.0, 0.5},
+      p, 2);
+  for (const char* name : {"zb-v", "v-half", "v-min"}) {
+    const Schedule unlimited = v_shape(name, p, m, &costs, std::numeric_limits<double>::infinity());
+    EXPECT_EQ(unlimited.device_ops, v_shape(name, p, m, &costs, 1e5).device_ops) << name;
+  }
 }
 
 // The reference's unit-cost table (§5): bubble rate, p, m.
