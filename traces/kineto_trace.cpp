@@ -18,8 +18,8 @@ Profile import_kineto_traces(const std::vector<std::string>& paths, const RangeL
   try {
     iteration = std::regex(iteration_pattern, std::regex::ECMAScript | std::regex::optimize);
   } catch (const std::regex_error& e) {
-    throw InvalidArgument("option --iteration-regex: '" + iteration_pattern +
-                          "' is not a valid regular expression: " + e.what());
+    throw SettingError("iteration-regex", "'" + iteration_pattern +
+                                              "' is not a valid regular expression: " + e.what());
   }
   Profile profile;
   for (std::size_t i = 0; i < paths.size(); ++i) {

@@ -74,12 +74,12 @@ RegexLabeller::RegexLabeller(const std::string& pattern) {
                pattern[i + 3] != '=' && pattern[i + 3] != '!') {
       const std::size_t close = pattern.find('>', i + 3);
       if (close == std::string::npos) {
-        throw InvalidArgument("option --label-regex: group name at offset " + std::to_string(i) +
-                              " has no closing '>'");
+        throw SettingError("label-regex",
+                           "group name at offset " + std::to_string(i) + " has no closing '>'");
       }
       const std::string name = pattern.substr(i + 3, close - i - 3);
       if (!groups.emplace(name, ++group).second) {
-        throw InvalidArgument("option --label-regex: group '" + name + "' is named twice");
+        throw SettingError("label-regex", "group '" + name + "' is named twice");
       }
       translated += '(';
       i = close;
@@ -92,10 +92,8 @@ RegexLabeller::RegexLabeller(const std::string& pattern) {
   try {
     regex_ = boost::regex(translated, boost::regex::perl);
   } catch (const boost::regex_error& e) {
-    throw InvalidArgument("option --label-regex: '" + pattern +
-                          "' is not a valid regular "
-                          "expression: " +
-                          e.what());
+    throw SettingError("label-regex",
+                       "'" + pattern + "' is not a valid regular expression: " + e.what());
   }
   const auto number = [&](const char* name) {
     const auto it = groups.find(name);
@@ -106,8 +104,9 @@ RegexLabeller::RegexLabeller(const std::string& pattern) {
   microbatch_group_ = number("microbatch");
   chunk_group_ = number("chunk");
   if (pass_group_ == 0) {
-    throw InvalidArgument("option --label-regex: '" + pattern +
-                          "' has no (?<pass>...) group (also allowed: stage, microbatch, chunk)");
+    throw SettingError("label-regex", "'" + pattern +
+                                          "' has no (?<pass>...) group (also allowed: stage, "
+                                          "microbatch, chunk)");
   }
 }
 

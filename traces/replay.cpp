@@ -143,8 +143,7 @@ sim::Schedule executed_schedule(const ExecutedIteration& iteration) {
         sim::PerDeviceCostModel::uniform({0, 0, 0, 0, 0, 0}, schedule.num_devices());
     sim::OpGraph(schedule, no_costs).check_acyclic();
   } catch (const sim::DuplicateOpError& e) {
-    throw Error(where + e.what() +
-                " (several iterations in one? give --iteration-regex to split them)");
+    throw Error(where + e.what() + " (several iterations in one? an iteration-regex splits them)");
   } catch (const sim::ScheduleError& e) {
     throw Error(where + e.what());
   }
@@ -154,8 +153,8 @@ sim::Schedule executed_schedule(const ExecutedIteration& iteration) {
 ReplayResult replay_profile(const Profile& profile, TimeNs comm_ns, sim::P2pMode p2p) {
   if (profile.passes.empty()) {
     throw Error(
-        "no labelled passes in the traces (PyTorch pipelining's PP:<stage><F|I|W|B><mb>, or see "
-        "--label-regex)");
+        "no labelled passes in the traces (PyTorch pipelining's PP:<stage><F|I|W|B><mb>, or a "
+        "label-regex naming them)");
   }
   const std::vector<ExecutedIteration> iterations = executed_iterations(profile);
   // Per-(stage, kind) medians over every iteration.

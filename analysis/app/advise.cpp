@@ -117,14 +117,13 @@ std::vector<AdviseCandidate> advise_candidates(const AdviseSearch& search,
   if (!(hw.memory_budget_bytes > 0)) {
     throw SettingError("mem-budget-gb", "expected a positive budget");
   }
-  if (!(hw.link_bandwidth_gbps > 0) || !(hw.link_latency_ms >= 0)) {
-    throw InvalidArgument(
-        "options --link-gbps/--link-latency-ms: expected a bandwidth > 0 and a latency >= 0");
-  }
+  if (!(hw.link_bandwidth_gbps > 0)) throw SettingError("link-gbps", "expected a bandwidth > 0");
+  if (!(hw.link_latency_ms >= 0)) throw SettingError("link-latency-ms", "expected a latency >= 0");
   if (search.global_batch < 1) throw SettingError("global-batch", "expected >= 1");
-  if (search.microbatch_sizes.empty() || search.chunks.empty()) {
-    throw InvalidArgument("options --microbatch-sizes/--chunks: expected at least one value");
+  if (search.microbatch_sizes.empty()) {
+    throw SettingError("microbatch-sizes", "expected at least one value");
   }
+  if (search.chunks.empty()) throw SettingError("chunks", "expected at least one value");
   for (const int b : search.microbatch_sizes) {
     if (b < 1) throw SettingError("microbatch-sizes", "expected sizes >= 1");
   }

@@ -90,11 +90,11 @@ void apply_profile(const ScenarioSettings& s, Scenario& in, const traces::Profil
   if (has_model(s)) {
     const models::TransformerConfig model = model_of(s);
     b_share = traces::backward_b_share(model.hidden, model.seq_len);
-    split_note = fmt::format("B : W = (24h + 8s) : 24h = {:.4f} : {:.4f} (h {}, s {} of --model)",
+    split_note = fmt::format("B : W = (24h + 8s) : 24h = {:.4f} : {:.4f} (h {}, s {} of the model)",
                              b_share, 1 - b_share, model.hidden, model.seq_len);
   } else {
     split_note =
-        "B : W = 1 : 1, the FLOP ratio (24h + 8s) : 24h for s << h (give --model for its h "
+        "B : W = 1 : 1, the FLOP ratio (24h + 8s) : 24h for s << h (give a model for its h "
         "and s)";
   }
   traces::ProfileCosts costs;
@@ -122,15 +122,15 @@ void apply_profile(const ScenarioSettings& s, Scenario& in, const traces::Profil
     std::fill(comm.begin(), comm.end(), traces::median_ns(costs.comm_ns));
     comm_source = fmt::format("median of its {} send/recv kernels", costs.comm_ns.size());
   } else if (s.comm_ms) {
-    comm_source = "--comm (given)";
+    comm_source = "the comm setting (given)";
   } else {
-    comm_source = "--comm (default; the profile has no send/recv kernels)";
+    comm_source = "the comm setting (default; the profile has no send/recv kernels)";
   }
   const bool given = s.f_ms || s.b_ms || s.w_ms;
   in.profile_description = fmt::format(
       "profile {}: F, B, W per stage = median kernel time of its samples (at least {} per "
       "stage and pass){}; comm = {}",
-      in.profile, fewest, given ? ", except the --f/--b/--w given" : "", comm_source);
+      in.profile, fewest, given ? ", except the f, b, w given" : "", comm_source);
   // The launch and host overhead between passes, unless --op-overhead or --calibration gave one.
   if (!s.op_overhead && in.calibration.empty()) {
     const sim::TimeNs gap = traces::median_gap_ns(profile);
@@ -138,7 +138,8 @@ void apply_profile(const ScenarioSettings& s, Scenario& in, const traces::Profil
       in.overheads = {gap, gap, gap};
       in.profile_description += fmt::format(
           "; op overhead = {:.3f} ms, the median GPU idle gap between consecutive passes of a "
-          "stage when the device was not waiting for an input (give --op-overhead to override)",
+          "stage when the device was not waiting for an input (an op-overhead setting overrides "
+          "it)",
           sim::ns_to_ms(gap));
     }
   }
@@ -290,7 +291,7 @@ void apply_cluster(const ScenarioSettings& s, Scenario& in, bool from_file) {
     if (factor != 1.0) {
       for (sim::TimeNs* t : {&c.f_ns, &c.b_ns, &c.w_ns}) {
         *t = sim::derived_ms_to_ns(sim::ns_to_ms(*t) * factor,
-                                   (has_cluster ? "--cluster " + in.cluster_path : "--gpu") +
+                                   (has_cluster ? "cluster " + in.cluster_path : "gpu " + in.gpu) +
                                        ": device " + std::to_string(l) + " (" + gpus[l].name +
                                        ", time factor " + format_number(time_factor[l]) + ")");
       }

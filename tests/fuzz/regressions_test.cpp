@@ -294,7 +294,7 @@ TEST_F(FuzzRegression, F15SlowLinksAreRefusedNotFree) {
 TEST_F(FuzzRegression, F16DerivedTimesOutOfRangeNameTheirInput) {
   inputs("16");
   expect_refused("simulate -s 1f1b -p 4 -m 8 --model gpt-1.5b.yaml --cluster slowdev.yaml",
-                 "--cluster slowdev.yaml: device 1");
+                 "cluster slowdev.yaml: device 1");
   expect_refused("simulate -s 1f1b --model bighidden.yaml",
                  "bighidden.yaml: line 5: key 'hidden': expected a whole number from 1 to");
   expect_refused("simulate -s 1f1b --model gpt-1.5b.yaml --efficiency 1e-300",

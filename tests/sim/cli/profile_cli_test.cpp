@@ -207,7 +207,7 @@ TEST(ProfileCli, FusedBackwardIsSplitOneToOneWithANote) {
                        "B : W = 1 : 1"),
             std::string::npos)
       << o.out;
-  EXPECT_NE(o.out.find("comm = --comm (given)"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("comm = the comm setting (given)"), std::string::npos) << o.out;
 }
 
 TEST(ProfileCli, MissingStagesOrPassesAreNamed) {

@@ -140,7 +140,7 @@ TEST(Replay, IterationRegexAndIncompleteIterations) {
   EXPECT_NE(o.err.find("no iteration of the traces is a complete schedule to replay: iteration 0"),
             std::string::npos)
       << o.err;
-  EXPECT_NE(o.err.find("give --iteration-regex to split them"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("an iteration-regex splits them"), std::string::npos) << o.err;
   o = run_cli({"replay", paths[0], paths[1], "--iteration-regex", "ProfilerStep#\\d+"});
   EXPECT_EQ(o.status, 0) << o.err;
   EXPECT_NE(o.out.find("2 iterations replayed"), std::string::npos) << o.out;
