@@ -12,13 +12,19 @@ const std::vector<GpuSpec>& gpu_presets() {
   return presets;
 }
 
+std::string gpu_preset_names() {
+  std::string names;
+  for (const GpuSpec& gpu : gpu_presets())
+    names += (names.empty() ? "" : ", ") + gpu.name;
+  return names;
+}
+
 const GpuSpec& find_gpu(std::string_view name) {
-  std::string valid;
   for (const GpuSpec& gpu : gpu_presets()) {
     if (gpu.name == name) return gpu;
-    valid += (valid.empty() ? "" : ", ") + gpu.name;
   }
-  throw InvalidArgument("unknown GPU type '" + std::string(name) + "'; valid values are: " + valid);
+  throw InvalidArgument("unknown GPU type '" + std::string(name) +
+                        "'; valid values are: " + gpu_preset_names());
 }
 
 }  // namespace bubblesim::models

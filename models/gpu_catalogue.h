@@ -18,6 +18,8 @@ struct GpuSpec {
 // A100-80GB (SXM), H100-SXM, H200 (SXM), L40S.
 const std::vector<GpuSpec>& gpu_presets();
 
+// The presets' names, comma-separated, for help texts and error messages.
+std::string gpu_preset_names();
 // The preset named `name`; throws InvalidArgument listing the valid names.
 const GpuSpec& find_gpu(std::string_view name);
 

@@ -19,6 +19,7 @@
 #include "analysis/app/advise.h"
 #include "analysis/calibration.h"
 #include "models/cluster.h"
+#include "models/gpu_catalogue.h"
 #include "sim/cli/commands.h"
 #include "sim/cli/progress.h"
 #include "sim/cli/ranks.h"
@@ -205,7 +206,7 @@ std::optional<AdviseSetup> prepare_advise(const std::vector<std::string>& args, 
     ("help,h", "show this help")
     ("model", po::value<std::string>(), "transformer description (YAML, models/examples/)")
     ("gpu", po::value<std::string>()->default_value("A100-80GB"),
-     "GPU type: A100-40GB, A100-80GB, H100-SXM, H200, L40S")
+     ("GPU type: " + models::gpu_preset_names()).c_str())
     ("gpus", po::value<int>()->default_value(8), "GPUs N: p divides N, the rest is data parallel")
     ("cluster", po::value<std::string>(),
      "cluster file (docs/cluster-format.md) instead of --gpu, --gpus and the link options: its "

@@ -10,6 +10,7 @@
 
 #include "analysis/calibration.h"
 #include "analysis/profile_file.h"
+#include "models/gpu_catalogue.h"
 #include "models/transformer.h"
 #include "traces/profile_costs.h"
 
@@ -58,8 +59,9 @@ void add_run_options(po::options_description& desc) {
      "times from its FLOPs on --gpu, and M_B, M_W and static memory in bytes; --f/--b/--w and "
      "--m-b/--m-w given explicitly (measured) override it")
     ("gpu", po::value<std::string>()->default_value("A100-80GB"),
-     "GPU type for --model: A100-40GB, A100-80GB, H100-SXM, H200, L40S; with --cluster, the GPU "
-     "the given times are for (other GPUs run them scaled by the ratio of dense peaks)")
+     ("GPU type for --model: " + models::gpu_preset_names() +
+      "; with --cluster, the GPU the given times are for (other GPUs run them scaled by the "
+      "ratio of dense peaks)").c_str())
     ("efficiency", po::value<double>()->default_value(models::kDefaultEfficiency, "0.45"),
      "fraction of the GPU's dense BF16 peak that --model's passes reach, in (0, 1]")
     ("profile", po::value<std::string>(),
