@@ -583,12 +583,6 @@ class VBlock {
       if (!at) return false;
       block_.push_back({Op{OpKind::W, s, s < p_ ? 0 : 1, 0}, *at});
     }
-    // Start times from 0 (the late forwards start before it): a common shift keeps the order.
-    TimeNs first = kNever;
-    for (const auto& entry : block_)
-      first = std::min(first, entry.second);
-    for (auto& entry : block_)
-      entry.second -= first;
     return true;
   }
 
