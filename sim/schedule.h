@@ -76,6 +76,8 @@ struct Schedule {
   // share ops (each position is at least 2 past the one before).
   std::vector<std::vector<std::size_t>> overlapped_pairs;
 
+  friend bool operator==(const Schedule&, const Schedule&) = default;
+
   int num_stages() const { return static_cast<int>(stage_device.size()); }
   int num_devices() const { return static_cast<int>(device_ops.size()); }
   std::size_t num_ops() const;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <optional>
 
+#include "sim/device_events.h"
 #include "sim/engine.h"
 #include "sim/op_graph.h"
 #include "sim/schedules/justify.h"
@@ -283,6 +284,29 @@ std::size_t improve_budget_ops(std::size_t schedule_ops) {
 ImproveResult improve_schedule(const Schedule& schedule, const CostModel& costs,
                                const ImproveLimits& limits) {
   return Improver(schedule, costs, limits).run();
+}
+
+ImproveResult improve_best_of(std::vector<Schedule> starts, const CostModel& costs,
+                              const ImproveLimits& limits) {
+  BUBBLESIM_CHECK(!starts.empty(), "improve_best_of needs a schedule to start from");
+  ImproveResult first = improve_schedule(starts.front(), costs, limits);
+  ImproveLimits screen = limits;
+  screen.budget_ops = limits.budget_ops / kScreenShare;
+  if (screen.budget_ops < 2 * starts.front().num_ops()) return first;
+  std::optional<ImproveResult> screened;
+  for (std::size_t i = 1; i < starts.size(); ++i) {
+    if (std::find(starts.begin(), starts.begin() + static_cast<std::ptrdiff_t>(i), starts[i]) !=
+        starts.begin() + static_cast<std::ptrdiff_t>(i))
+      continue;
+    ImproveResult tried = improve_schedule(starts[i], costs, screen);
+    first.before_ns = std::min(first.before_ns, tried.before_ns);
+    if (!screened || tried.after_ns < screened->after_ns) screened = std::move(tried);
+  }
+  if (!screened) return first;
+  ImproveResult second = improve_schedule(screened->schedule, costs, limits);
+  if (second.after_ns >= first.after_ns) return first;
+  second.before_ns = first.before_ns;
+  return second;
 }
 
 }  // namespace bubblesim::sim

@@ -479,6 +479,10 @@ class VSearch {
   // The best schedule found, with its score; nothing if every run ran out of memory.
   const std::optional<Score>& best() const { return best_; }
   Schedule& best_schedule() { return best_schedule_; }
+  // The schedules that were the best before the best, the latest last (at most kRunnersUp):
+  // starts for the multi-start improver.
+  std::vector<std::pair<Schedule, TimeNs>>& runners_up() { return runners_up_; }
+  static constexpr std::size_t kRunnersUp = 6;
 
  private:
   bool done() const { return best_ && best_->no_bubble; }  // nothing is shorter
@@ -490,6 +494,10 @@ class VSearch {
     std::optional<Score> built = greedy.run(bound_ns);
     spent_ += greedy.placed();
     if (built && (!best_ || built->better_than(*best_))) {
+      if (best_) {
+        runners_up_.emplace_back(std::move(best_schedule_), best_->max_span_ns);
+        if (runners_up_.size() > kRunnersUp) runners_up_.erase(runners_up_.begin());
+      }
       best_ = built;
       best_schedule_ = std::move(greedy.schedule());
     }
@@ -506,6 +514,7 @@ class VSearch {
   std::size_t spent_ = 0;  // ops placed over all runs
   std::optional<Score> best_;
   Schedule best_schedule_;
+  std::vector<std::pair<Schedule, TimeNs>> runners_up_;
 };
 
 // Whether every device of `schedule` stays within its limit (the prefix sums of the deltas).
@@ -861,6 +870,10 @@ class VShape final : public ScheduleGenerator {
     std::vector<Timed> candidates;
     if (search.best())
       candidates.emplace_back(std::move(search.best_schedule()), search.best()->max_span_ns);
+    if (params.improve) {
+      for (auto& runner_up : search.runners_up())
+        candidates.push_back(std::move(runner_up));
+    }
     if (!search.best() || !search.best()->no_bubble) {
       for (Timed& block : v_blocks(p, m, stage_cost, limit, costs))
         candidates.push_back(std::move(block));
@@ -887,13 +900,14 @@ class VShape final : public ScheduleGenerator {
         if (justified.runs > 0) candidate = {std::move(justified.schedule), justified.after_ns};
       }
     }
-    Timed& best =
-        *std::min_element(candidates.begin(), candidates.end(),
-                          [](const Timed& a, const Timed& b) { return a.second < b.second; });
-    if (!params.improve) return std::move(best.first);
-    return improve_schedule(best.first, costs,
-                            ImproveLimits{limit, improve_budget_ops(best.first.num_ops())})
-        .schedule;
+    std::stable_sort(candidates.begin(), candidates.end(),
+                     [](const Timed& a, const Timed& b) { return a.second < b.second; });
+    if (!params.improve) return std::move(candidates.front().first);
+    std::vector<Schedule> starts;
+    for (Timed& candidate : candidates)
+      starts.push_back(std::move(candidate.first));
+    const std::size_t budget = improve_budget_ops(starts.front().num_ops());
+    return improve_best_of(std::move(starts), costs, ImproveLimits{limit, budget}).schedule;
   }
 
   // The candidates were timed and sized from the per-stage table. Checking the table against

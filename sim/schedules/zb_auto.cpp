@@ -278,7 +278,13 @@ constexpr std::size_t kMinRuns = 1;
 
 }  // namespace
 
-Schedule auto_zero_bubble(int p, int m, const CostModel& costs, const std::vector<double>& limit) {
+namespace {
+
+// The search's schedules, shortest first: with `every_run`, each greedy run goes to its end
+// (starts for the multi-start improver); else each is cut short once it cannot beat the best so
+// far (only the best is whole).
+std::vector<Built> zb_candidates(int p, int m, const CostModel& costs,
+                                 const std::vector<double>& limit, bool every_run) {
   const std::vector<StageCosts> c = stage_costs(looped_placement(p, 1), costs);
   for (int s = 0; s < p; ++s) {
     const auto i = static_cast<std::size_t>(s);
@@ -290,9 +296,12 @@ Schedule auto_zero_bubble(int p, int m, const CostModel& costs, const std::vecto
     }
   }
   const auto num_ops = static_cast<std::size_t>(3 * p * m);
-  std::optional<Built> best;
-  auto consider = [&](std::optional<Built> built) {
-    if (built && (!best || built->max_span_ns < best->max_span_ns)) best = std::move(built);
+  std::vector<Built> built;
+  TimeNs best_ns = kNever;
+  auto consider = [&](std::optional<Built> run) {
+    if (!run) return;
+    best_ns = std::min(best_ns, run->max_span_ns);
+    built.push_back(std::move(*run));
   };
   // The choices, in the order that most often gives the best (measured over p up to 32,
   // limits from p to unlimited, uniform and unequal stages), as many as the budget allows.
@@ -305,19 +314,30 @@ Schedule auto_zero_bubble(int p, int m, const CostModel& costs, const std::vecto
     const int bits = kOrder[r];
     const Choices choices{(bits & 1) != 0, (bits & 2) == 0, (bits & 4) == 0, (bits & 8) == 0,
                           (bits & 16) != 0};
-    consider(LinearGreedy(m, c, limit, choices).run(best ? best->max_span_ns : kNever));
+    consider(LinearGreedy(m, c, limit, choices).run(every_run ? kNever : best_ns));
   }
   // The handcrafted schedule with the most memory that fits the limit competes too, so the
   // result is never worse than it.
   if (std::optional<Schedule> handcrafted = handcrafted_candidate(p, m, costs, limit)) {
     const TimeNs span = Engine(*handcrafted, costs).run().max_span_ns();
-    if (!best || span < best->max_span_ns) best = Built{std::move(*handcrafted), span};
+    consider(Built{std::move(*handcrafted), span});
   }
-  BUBBLESIM_CHECK(best.has_value() && best->schedule.num_ops() == num_ops,
-                  "the zero-bubble scheduler found no schedule");
-  BUBBLESIM_CHECK(fits_everywhere(best->schedule, costs, limit),
-                  "the zero-bubble scheduler exceeded its memory limit");
-  return std::move(best->schedule);
+  BUBBLESIM_CHECK(!built.empty(), "the zero-bubble scheduler found no schedule");
+  std::stable_sort(built.begin(), built.end(), [](const Built& a, const Built& b) {
+    return a.max_span_ns < b.max_span_ns;
+  });
+  for (const Built& b : built) {
+    BUBBLESIM_CHECK(b.schedule.num_ops() == num_ops, "the zero-bubble scheduler lost ops");
+    BUBBLESIM_CHECK(fits_everywhere(b.schedule, costs, limit),
+                    "the zero-bubble scheduler exceeded its memory limit");
+  }
+  return built;
+}
+
+}  // namespace
+
+Schedule auto_zero_bubble(int p, int m, const CostModel& costs, const std::vector<double>& limit) {
+  return std::move(zb_candidates(p, m, costs, limit, false).front().schedule);
 }
 
 namespace {
@@ -373,11 +393,12 @@ class ZbAuto final : public ScheduleGenerator {
     const CostModel& costs = params.costs != nullptr ? *params.costs : unit;
     try {
       const std::vector<double> limit = limits_for(kind_, params, costs);
-      Schedule schedule = auto_zero_bubble(params.pp, params.microbatches, costs, limit);
-      if (!params.improve) return schedule;
-      return improve_schedule(schedule, costs,
-                              ImproveLimits{limit, improve_budget_ops(schedule.num_ops())})
-          .schedule;
+      if (!params.improve) return auto_zero_bubble(params.pp, params.microbatches, costs, limit);
+      std::vector<Schedule> starts;
+      for (Built& b : zb_candidates(params.pp, params.microbatches, costs, limit, true))
+        starts.push_back(std::move(b.schedule));
+      const std::size_t budget = improve_budget_ops(starts.front().num_ops());
+      return improve_best_of(std::move(starts), costs, ImproveLimits{limit, budget}).schedule;
     } catch (const InvalidArgument& e) {
       throw InvalidArgument("schedule '" + std::string(name()) + "': " + e.what());
     }

@@ -152,6 +152,60 @@ TEST(Justify, ValidPermutationWithinTheMemoryLimit) {
   EXPECT_GT(returned, 12);
 }
 
+// The same order with each W run after the next B (the last W at the end): ZB-H1's idea
+// without its warm-up shape, holding one more M_W.
+Schedule one_f_one_b_deferred_w(int p, int m) {
+  Schedule s = one_f_one_b_split(p, m);
+  for (auto& ops : s.device_ops) {
+    std::vector<Op> deferred, pending;
+    for (const Op& op : ops) {
+      if (op.kind == OpKind::W) {
+        pending.push_back(op);
+        continue;
+      }
+      deferred.push_back(op);
+      if (op.kind == OpKind::B && pending.size() > 0 && pending.front().microbatch < op.microbatch) {
+        deferred.push_back(pending.front());
+        pending.erase(pending.begin());
+      }
+    }
+    deferred.insert(deferred.end(), pending.begin(), pending.end());
+    ops = std::move(deferred);
+  }
+  return s;
+}
+
+TEST(Improve, BestOfStartsNeverWorseThanTheFirstStartsImprovement) {
+  std::mt19937 rng(7);
+  int shorter = 0;
+  for (int trial = 0; trial < 12; ++trial) {
+    const int p = 2 + static_cast<int>(rng() % 5);
+    const int m = p + static_cast<int>(rng() % (2 * p));
+    const PerDeviceCostModel costs = random_costs(p, rng);
+    const std::vector<Schedule> starts{one_f_one_b_split(p, m), one_f_one_b_deferred_w(p, m)};
+    std::vector<double> limit = activation_peaks(starts[1], costs);
+    for (double& l : limit)
+      l += 1.0;
+    constexpr std::size_t kBudget = 800'000;
+    SCOPED_TRACE(::testing::Message() << "trial " << trial << " p=" << p << " m=" << m);
+    const ImproveResult single = improve_schedule(starts[0], costs, {limit, kBudget});
+    const ImproveResult best = improve_best_of(starts, costs, {limit, kBudget});
+
+    ASSERT_NO_THROW(best.schedule.validate());
+    const Metrics after = simulate(best.schedule, costs).metrics;
+    EXPECT_EQ(best.after_ns, after.max_device_span_ns);
+    EXPECT_LE(best.after_ns, single.after_ns);
+    shorter += best.after_ns < single.after_ns ? 1 : 0;
+    const TimeNs shortest_start = std::min(simulate(starts[0], costs).metrics.max_device_span_ns,
+                                           simulate(starts[1], costs).metrics.max_device_span_ns);
+    EXPECT_EQ(best.before_ns, shortest_start);
+    const std::vector<double> peaks = activation_peaks(best.schedule, costs);
+    for (int d = 0; d < p; ++d)
+      EXPECT_LE(peaks[static_cast<std::size_t>(d)], limit[static_cast<std::size_t>(d)] + 1e-9);
+  }
+  RecordProperty("trials_shorter_than_one_start", shorter);
+}
+
 TEST(Improve, ZeroBudgetReturnsTheInput) {
   const auto costs = uniform_costs(4, 1, 1, 1, 0);
   const Schedule input = one_f_one_b_split(4, 8);
