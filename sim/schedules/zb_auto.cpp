@@ -44,11 +44,19 @@ std::vector<int> warmup_forwards(int m, const std::vector<StageCosts>& c,
   std::vector<TimeNs> first_f(c.size(), 0);
   for (std::size_t s = 1; s < c.size(); ++s)
     first_f[s] = first_f[s - 1] + c[s - 1].f_ns + c[s - 1].f_out_ns;
+  // The pace of stage s's forwards: the slowest F up to it.
+  std::vector<TimeNs> pace(c.size(), c[0].f_ns);
+  for (std::size_t s = 1; s < c.size(); ++s)
+    pace[s] = std::max(pace[s - 1], c[s].f_ns);
   std::vector<int> warm(c.size(), 1);
   TimeNs b_arrives = first_f.back() + c.back().f_ns;  // on the last stage, after its first F
   for (int s = p - 1; s >= 0; --s) {
     const auto i = static_cast<std::size_t>(s);
-    if (s < p - 1) b_arrives += c[i + 1].b_ns + c[i + 1].b_out_ns;
+    if (s < p - 1) {
+      // Stage s+1 runs its first B once it has arrived and its warm-up forwards are done.
+      const TimeNs warm_end = first_f[i + 1] + (warm[i + 1] - 1) * pace[i + 1] + c[i + 1].f_ns;
+      b_arrives = std::max(b_arrives, warm_end) + c[i + 1].b_ns + c[i + 1].b_out_ns;
+    }
     const double window = static_cast<double>(b_arrives - first_f[i]);
     const double fit = window / static_cast<double>(std::max<TimeNs>(c[i].f_ns, 1));
     int n = static_cast<int>(choices.idle_before_first_b ? std::floor(fit + 1e-9)
