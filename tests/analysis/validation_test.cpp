@@ -73,18 +73,23 @@ TEST(ReferenceSets, EveryRowValidWithinItsLimitAndCloseToTheAuthors) {
   EXPECT_EQ(families.front().reference_failed, 4);
   EXPECT_EQ(families.front().found_where_reference_failed, 4);
 
+  // zb-auto meets the share (at or below the authors' cost on at least 95% of its
+  // rows; not yet within 0.1% on every one: three rows at p = 24 and 32 stay 0.2-0.6% above).
+  EXPECT_GE(families.front().at_or_below, 0.95 * families.front().rows);
+
   // A guard against regressions, not the target: bubblesim does not yet meet the
   // authors' cost on every row (docs/validation.md has the table). The bounds sit just above
-  // what this version reaches (zb-auto mean 0.995, worst 1.011; zb-v 1.0065 / 1.039; V-Half
-  // 1.005 / 1.035; V-Min 0.994 / 1.022) and below what earlier versions reached (zb-v: mean
-  // 1.067, worst 1.113, then 1.015 / 1.080; V-Half 1.043 / 1.167, then 1.034 / 1.165; V-Min
-  // 1.120 / 1.288, then 1.020 / 1.154).
+  // what this version reaches (zb-auto mean 0.994, worst 1.0064; zb-v 1.0049 / 1.033; V-Half
+  // 1.005 / 1.035; V-Min 0.994 / 1.022) and below what earlier versions reached (zb-auto
+  // 0.998 / 1.035, then 0.995 / 1.011; zb-v: mean 1.067, worst 1.113, then 1.015 / 1.080,
+  // then 1.0065 / 1.039; V-Half 1.043 / 1.167, then 1.034 / 1.165; V-Min 1.120 / 1.288, then
+  // 1.020 / 1.154).
   struct Bound {
     const char* family;
     double mean, worst;
   };
-  const Bound bounds[] = {{"zb-auto", 0.997, 1.015},
-                          {"zb-v", 1.008, 1.042},
+  const Bound bounds[] = {{"zb-auto", 0.996, 1.009},
+                          {"zb-v", 1.006, 1.036},
                           {"v-half", 1.007, 1.038},
                           {"v-min", 0.996, 1.025}};
   for (const Bound& bound : bounds) {
