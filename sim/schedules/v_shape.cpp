@@ -11,6 +11,7 @@
 #include "sim/engine.h"
 #include "sim/placement.h"
 #include "sim/schedules/improve.h"
+#include "sim/schedules/justify.h"
 #include "sim/schedules/stage_costs.h"
 
 namespace bubblesim::sim {
@@ -725,6 +726,43 @@ std::vector<StageCosts> unit_costs(std::vector<StageCosts> costs) {
 // A schedule and its largest device span.
 using Timed = std::pair<Schedule, TimeNs>;
 
+// Ops the engine may simulate squeezing unit-cost blocks (squeeze): all 243 layouts' rounds at
+// p = 10, m = 24, about five layouts at p = 32, m = 100.
+constexpr std::size_t kSqueezeOps = 2'000'000;
+
+// The cost model of the unit-cost blocks (every op kUnitNs, free transfers) with the real
+// memory deltas of `costs` (the per-stage table; device d's chunk 0 is stage d).
+PerDeviceCostModel unit_cost_model(int p, const std::vector<StageCosts>& costs) {
+  std::vector<DeviceCosts> devices;
+  for (int d = 0; d < p; ++d) {
+    const StageCosts& c = costs[static_cast<std::size_t>(d)];
+    devices.push_back({2 * kUnitNs, 2 * kUnitNs, 2 * kUnitNs, 0, 2 * c.f_delta, -2 * c.w_delta});
+  }
+  return PerDeviceCostModel(devices, 2);
+}
+
+// The controllable-memory paper's squeezing of a repeated block, done at unit costs as the
+// paper does it (the order is then fixed and timed with the real costs): rounds of
+// forward-backward justification (justify.h) under `unit_model`, at most 4 and while the
+// unit-cost span does not grow, close up the block's warm-up and cool-down and let ops
+// overtake the ones still waiting. Each round's order, timed with `model`, replaces `best`
+// when shorter. A round costs about five engine runs, taken from `budget_ops`; none is started
+// without them.
+void squeeze(Schedule schedule, const CostModel& unit_model, const CostModel& model,
+             const std::vector<double>& limit, std::size_t& budget_ops,
+             std::optional<Timed>& best) {
+  const std::size_t round_ops = 5 * schedule.num_ops();
+  for (int round = 0; round < 4 && budget_ops >= round_ops; ++round) {
+    budget_ops -= round_ops;
+    const Timeline timeline = Engine(schedule, unit_model).run();
+    std::optional<Schedule> next = justify(schedule, timeline, unit_model, limit);
+    if (!next || Engine(*next, unit_model).run().max_span_ns() > timeline.max_span_ns()) return;
+    schedule = std::move(*next);
+    const TimeNs span = Engine(schedule, model).run().max_span_ns();
+    if (!best || span < best->second) best.emplace(schedule, span);
+  }
+}
+
 // Repeated building blocks within the memory limit, each timed by the engine with the real
 // costs; the best of each kind:
 //  1. laid out from the real costs, at periods from the shortest T0 to twice it (the shortest
@@ -734,7 +772,8 @@ using Timed = std::pair<Schedule, TimeNs>;
 //     unit, free transfers, the real memory) at the shortest period, a step being a unit (the
 //     controllable-memory paper builds V-Min and V-Half from such blocks, and a block with
 //     slack keeps its shape when the real costs time its order); then of the real costs, a
-//     step being T0 / 6, at the periods of 1. Within kGapOps simulated ops in all.
+//     step being T0 / 6, at the periods of 1. Within kGapOps simulated ops in all;
+//  3. the unit-cost blocks of 2 squeezed at unit costs (squeeze), within kSqueezeOps.
 // A kind is missing when no layout fits.
 std::vector<Timed> v_blocks(int p, int m, const std::vector<StageCosts>& costs,
                             const std::vector<double>& limit, const CostModel& model) {
@@ -782,9 +821,14 @@ std::vector<Timed> v_blocks(int p, int m, const std::vector<StageCosts>& costs,
   VBlock unit_block(p, unit);
   std::optional<Timed> real_best = std::move(best);
   best.reset();
+  const PerDeviceCostModel unit_model = unit_cost_model(p, costs);
+  std::optional<Timed> squeezed;
+  std::size_t squeeze_left = kSqueezeOps;
   for (int g = 0; g < kGapCombinations && spent + ops <= kGapOps; ++g) {
-    if (unit_block.lay_out(unit_block.min_period_ns(), gaps(g, kUnitNs))) time(unit_block);
+    if (unit_block.lay_out(unit_block.min_period_ns(), gaps(g, kUnitNs)) && time(unit_block))
+      squeeze(unit_block.repeat(m), unit_model, model, limit, squeeze_left, squeezed);
   }
+  if (squeezed) out.push_back(std::move(*squeezed));
   keep_best();
   best = std::move(real_best);
   for (const TimeNs period : periods) {

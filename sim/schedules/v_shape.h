@@ -32,10 +32,13 @@
 //        that fit timed by the engine: 3, or 1 beyond 60k ops); and, for pipelines of at
 //        most 30k ops, with waits of 0-2 steps after the ops of each chain (the 243
 //        combinations over the forwards and backwards of each chunk and the W's), of unit
-//        costs and of the real costs, within 1M simulated ops. The greedy's order at unit
-//        costs is one more candidate there. Every candidate is justified
-//        (sim/schedules/justify.h: packed right, then left within the limit), the shortest
-//        is kept, then improved (sim/schedules/improve.h) within improve_budget_ops.
+//        costs and of the real costs, within 1M simulated ops; the unit-cost ones also
+//        squeezed at unit costs, as the paper does (rounds of justification under unit
+//        costs; the order is then timed with the real costs), within 2M simulated ops. The
+//        greedy's order at unit costs is one more candidate there. Every candidate is
+//        justified (sim/schedules/justify.h: packed right, then left within the limit); all
+//        of them, with the search's earlier bests, are the starts of the multi-start improver
+//        (improve_best_of in sim/schedules/improve.h) within improve_budget_ops.
 //        Complexity: the search's and the blocks' budgets bound the ops simulated (a few
 //        million); p = 32, m = 256 takes about 10 ms (docs/benchmarks.md).
 //  v-half, v-min  The same search under (p+2)/2 M_B and floor((p+4)/3) M_B (the

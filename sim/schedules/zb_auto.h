@@ -14,13 +14,16 @@
 // gaps with W: a gap at
 // least as long as a W, a shorter gap when leaving it idle would give this stage the most idle
 // time so far (a choice), and whenever an F would not fit in memory. Remaining W run at the
-// end. The search runs combinations of the yes/no choices in the order that most often wins,
+// end. The warm-up estimate takes a stage's first B to start when its input arrives, or (a
+// choice) also not before the stage's own warm-up forwards are done. The search runs
+// combinations of the yes/no choices in the order that most often wins,
 // each run cut short once a stage has idled longer than the best span so far allows; then it
 // times the handcrafted ZB-H2, or ZB-H1, whichever has the most memory that fits the limit
 // (a sweep over its fixed order, far cheaper than a run), so the result is never worse than
-// it. The shortest schedule is kept. Small problems
-// try all 32 combinations; larger ones as many as 20,000 op placements allow, at least one
-// (p = 8, m = 24: all 32; p = 8, m = 64: 13; p = 32, m = 128: 1). The memory limit is checked
+// it. The shortest schedule is kept. The search tries kPlacementScale / ops^2 of the 64
+// combinations (all 64 up to about 2,100 ops; p = 16, m = 64: 31; p = 32, m = 128: 1). With
+// the improver (the registered generators' default) every run goes to its end and all are
+// starts of improve_best_of (improve.h). The memory limit is checked
 // on the returned schedule's memory accounting.
 #pragma once
 
