@@ -286,6 +286,10 @@ ImproveResult improve_schedule(const Schedule& schedule, const CostModel& costs,
   return Improver(schedule, costs, limits).run();
 }
 
+bool screens_starts(std::size_t schedule_ops) {
+  return improve_budget_ops(schedule_ops) / kScreenShare >= 2 * schedule_ops;
+}
+
 ImproveResult improve_best_of(std::vector<Schedule> starts, const CostModel& costs,
                               const ImproveLimits& limits) {
   BUBBLESIM_CHECK(!starts.empty(), "improve_best_of needs a schedule to start from");

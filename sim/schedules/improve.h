@@ -67,6 +67,9 @@ ImproveResult improve_schedule(const Schedule& schedule, const CostModel& costs,
 // improve_schedule(starts.front()); before_ns is the shortest start's span. `starts` must not
 // be empty; each as for improve_schedule.
 inline constexpr std::size_t kScreenShare = 8;
+// Whether improve_best_of, at improve_budget_ops(schedule_ops), screens more than the first
+// start: where it does not, a generator need not collect further starts.
+bool screens_starts(std::size_t schedule_ops);
 ImproveResult improve_best_of(std::vector<Schedule> starts, const CostModel& costs,
                               const ImproveLimits& limits);
 

@@ -914,17 +914,17 @@ class VShape final : public ScheduleGenerator {
     std::vector<Timed> candidates;
     if (search.best())
       candidates.emplace_back(std::move(search.best_schedule()), search.best()->max_span_ns);
-    if (params.improve) {
+    // The search's earlier bests: starts worth having where they are justified below.
+    const std::size_t ops = 6 * static_cast<std::size_t>(p) * static_cast<std::size_t>(m);
+    if (params.improve && kJustifyOps / ops >= 2 * ops) {
       for (auto& runner_up : search.runners_up())
         candidates.push_back(std::move(runner_up));
     }
     if (!search.best() || !search.best()->no_bubble) {
       for (Timed& block : v_blocks(p, m, stage_cost, limit, costs))
         candidates.push_back(std::move(block));
-      const bool small =
-          static_cast<std::size_t>(6 * p) * static_cast<std::size_t>(m) <= kUnitCostOps;
       std::optional<Timed> order;
-      if (small) order = unit_cost_order(p, m, stage_cost, limit, costs);
+      if (ops <= kUnitCostOps) order = unit_cost_order(p, m, stage_cost, limit, costs);
       if (order) candidates.push_back(std::move(*order));
     }
     if (candidates.empty()) {

@@ -417,7 +417,9 @@ class ZbAuto final : public ScheduleGenerator {
       const std::vector<double> limit = limits_for(kind_, params, costs);
       if (!params.improve) return auto_zero_bubble(params.pp, params.microbatches, costs, limit);
       std::vector<Schedule> starts;
-      for (Built& b : zb_candidates(params.pp, params.microbatches, costs, limit, true))
+      const bool every_run =
+          screens_starts(3 * static_cast<std::size_t>(params.pp) * params.microbatches);
+      for (Built& b : zb_candidates(params.pp, params.microbatches, costs, limit, every_run))
         starts.push_back(std::move(b.schedule));
       const std::size_t budget = improve_budget_ops(starts.front().num_ops());
       return improve_best_of(std::move(starts), costs, ImproveLimits{limit, budget}).schedule;
