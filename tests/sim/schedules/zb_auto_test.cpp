@@ -149,6 +149,27 @@ TEST(ZbAuto, MoreMemoryLowersTheBubbleUntilThePlateau) {
   EXPECT_LE(at_3p, at_2p + 1e-12);
 }
 
+TEST(ZbAuto, ReachesZeroBubbleOnUniformStagesWithThreeTimesOneFOneBsMemory) {
+  // Without transfers and with 3p M_B (past the plateau) every device can stay busy from its
+  // first F to its last W: the longest span is then one device's work, m (F + B + W), the
+  // lower bound. The zero-bubble authors' scheduler reaches it on such inputs
+  // (zb_auto_visible.csv, p = 11, m = 43); a warm-up that stops its forwards before the
+  // first B can really arrive (a downstream stage's own warm-up delays it) leaves every
+  // device a gap shorter than an F.
+  struct Case {
+    int p, m;
+    double f, b, w;
+  };
+  for (const Case& c : {Case{11, 43, 1.206, 1.444, 0.821}, Case{8, 32, 1.0, 1.2, 0.7},
+                        Case{16, 60, 1.1, 1.3, 0.8}}) {
+    const auto costs = uniform_costs(c.p, c.f, c.b, c.w, 0, 1.0, 0.43);
+    const Metrics metrics = run(zb("zb-auto", c.p, c.m, costs, 3 * c.p), costs);
+    EXPECT_EQ(metrics.max_device_span_ns,
+              c.m * (ms_to_ns(c.f) + ms_to_ns(c.b) + ms_to_ns(c.w)))
+        << "p=" << c.p << " m=" << c.m;
+  }
+}
+
 TEST(ZbAuto, ALimitBelowOneMicrobatchNamesTheSmallestFeasibleLimit) {
   const auto costs = uniform_costs(4, 1, 1, 1, 0, 2.0, 1.0);
   try {
