@@ -556,14 +556,15 @@ class VBlock {
 
   // The block with period `period_ns` (its ops' start times), or false when a W finds no
   // room in its device's cycle.
-  // Extra waits of the block's chains: after each forward of chunk 0 and of chunk 1, each
-  // backward of chunk 1 and of chunk 0, and before each W (slack that keeps the order's shape
-  // when other costs time it, for more memory).
+  // Extra waits of the block's chains: at the V's top (between the last forward of chunk 0 and
+  // the first of chunk 1, on device p-1: slack where the chunks meet), after each forward of
+  // chunk 0 and of chunk 1, each backward of chunk 1 and of chunk 0, and before each W (slack
+  // that keeps the order's shape when other costs time it, for more memory).
   struct Gaps {
-    TimeNs f0_ns = 0, f1_ns = 0, b1_ns = 0, b0_ns = 0, w_ns = 0;
+    TimeNs turn_ns = 0, f0_ns = 0, f1_ns = 0, b1_ns = 0, b0_ns = 0, w_ns = 0;
   };
 
-  bool lay_out(TimeNs period_ns, const Gaps& gaps = Gaps{0, 0, 0, 0, 0}) {
+  bool lay_out(TimeNs period_ns, const Gaps& gaps = Gaps{0, 0, 0, 0, 0, 0}) {
     period_ns_ = period_ns;
     const std::vector<int> device = v_placement(p_);
     busy_.assign(static_cast<std::size_t>(p_), {});
@@ -575,7 +576,8 @@ class VBlock {
       const std::optional<TimeNs> at = place(device[static_cast<std::size_t>(s)], ready, c.f_ns);
       if (!at) return false;
       block_.push_back({Op{OpKind::F, s, s < p_ ? 0 : 1, 0}, *at});
-      ready = *at + c.f_ns + c.f_out_ns + (s < p_ ? gaps.f0_ns : gaps.f1_ns);
+      ready = *at + c.f_ns + c.f_out_ns + (s < p_ ? gaps.f0_ns : gaps.f1_ns) +
+              (s == p_ - 1 ? gaps.turn_ns : 0);
     }
     std::vector<TimeNs> b_end(static_cast<std::size_t>(stages));
     for (int s = stages - 1; s >= 0; --s) {  // the backwards, down it
@@ -726,8 +728,8 @@ std::vector<StageCosts> unit_costs(std::vector<StageCosts> costs) {
 // A schedule and its largest device span.
 using Timed = std::pair<Schedule, TimeNs>;
 
-// Ops the engine may simulate squeezing unit-cost blocks (squeeze): all 243 layouts' rounds at
-// p = 10, m = 24, about five layouts at p = 32, m = 100.
+// Ops the engine may simulate squeezing unit-cost blocks (squeeze): the rounds of about 250
+// layouts at p = 10, m = 24, of about five at p = 32, m = 100.
 constexpr std::size_t kSqueezeOps = 2'000'000;
 
 // The cost model of the unit-cost blocks (every op kUnitNs, free transfers) with the real
@@ -768,7 +770,8 @@ void squeeze(Schedule schedule, const CostModel& unit_model, const CostModel& mo
 //  1. laid out from the real costs, at periods from the shortest T0 to twice it (the shortest
 //     that fit first: 3 of them, or 1 for large pipelines);
 //  2. only for pipelines of at most kUnitCostOps ops, with waits of 0, 1 or 2 steps after
-//     the ops of each chain (VBlock::Gaps: 3^5 combinations): of unit costs (every op one
+//     the ops of each chain and at the V's top (VBlock::Gaps: 3^6 combinations, the top's
+//     wait varying slowest, so that a small budget tries the chains first): of unit costs (every op one
 //     unit, free transfers, the real memory) at the shortest period, a step being a unit (the
 //     controllable-memory paper builds V-Min and V-Half from such blocks, and a block with
 //     slack keeps its shape when the real costs time its order); then of the real costs, a
@@ -780,7 +783,7 @@ std::vector<Timed> v_blocks(int p, int m, const std::vector<StageCosts>& costs,
   constexpr int kSteps = 32;  // periods tried: T0 (1 + j / kSteps), j = 0..kSteps
   constexpr std::size_t kTimedOps = 60'000;
   constexpr int kGapSteps = 3;                         // waits of 0, 1, 2 steps
-  constexpr int kGapCombinations = 3 * 3 * 3 * 3 * 3;  // over the five chains
+  constexpr int kGapCombinations = 3 * 3 * 3 * 3 * 3 * 3;  // the five chains, then the turn
   const std::size_t ops = static_cast<std::size_t>(6 * p) * static_cast<std::size_t>(m);
   const int timed_max = ops > kTimedOps ? 1 : 3;
   std::vector<Timed> out;
@@ -800,10 +803,10 @@ std::vector<Timed> v_blocks(int p, int m, const std::vector<StageCosts>& costs,
     best.reset();
   };
   auto gaps = [](int combination, TimeNs step_ns) {
-    TimeNs wait[5];
-    for (int k = 0; k < 5; ++k, combination /= kGapSteps)
+    TimeNs wait[6];
+    for (int k = 0; k < 6; ++k, combination /= kGapSteps)
       wait[k] = combination % kGapSteps * step_ns;
-    return VBlock::Gaps{wait[0], wait[1], wait[2], wait[3], wait[4]};
+    return VBlock::Gaps{wait[5], wait[0], wait[1], wait[2], wait[3], wait[4]};
   };
 
   VBlock block(p, costs);

@@ -30,8 +30,9 @@
 //        free, the block repeated every T, its memory checked in closed form. Laid out from
 //        the real costs (periods from the busiest device's work up to twice it, the shortest
 //        that fit timed by the engine: 3, or 1 beyond 60k ops); and, for pipelines of at
-//        most 30k ops, with waits of 0-2 steps after the ops of each chain (the 243
-//        combinations over the forwards and backwards of each chunk and the W's), of unit
+//        most 30k ops, with waits of 0-2 steps after the ops of each chain and at the V's
+//        top (the 729 combinations over the forwards and backwards of each chunk, the W's
+//        and the turn from chunk 0 to chunk 1 on device p-1), of unit
 //        costs and of the real costs, within 1M simulated ops; the unit-cost ones also
 //        squeezed at unit costs, as the paper does (rounds of justification under unit
 //        costs; the order is then timed with the real costs), within 2M simulated ops. The
