@@ -348,18 +348,27 @@ class VGreedy {
 //     it must be slower than the best so far. The phase stops at zero bubble, or when a whole
 //     run would take the ops simulated past kUniformOps (the first run always goes): small
 //     pipelines try every candidate, large ones (p = 32, m = 256) just the first.
-//  2. Only where a whole round of it costs at most kRefineOps ops (small p and m): choices
-//     per device, by coordinate descent from the best few results of phase 1. One device at
-//     a time tries every cap and combination with the others fixed, keeping a change that
-//     makes the result better (shorter, else leaner, else with less span summed over the
-//     devices), until nothing improves or kRefineOps ops are spent. V-Min's building block
-//     at p = 4 needs devices that behave differently, which phase 1 cannot give.
+//  2. Only where a whole round of it costs at most its budget (small p and m): choices per
+//     device, by coordinate descent from the best few results of phase 1. One device at a
+//     time tries every cap and combination with the others fixed, keeping a change that makes
+//     the result better (shorter, else leaner, else with less span summed over the devices),
+//     until nothing improves or the budget is spent. Per-device choices matter where memory
+//     binds: V-Min's building block at p = 4 needs devices that behave differently, which
+//     phase 1 cannot give, and at p = 12 (m = 24, 36 at unit cost: 185 and 257 units instead
+//     of the blocks' 187 and 259) the descent needs about 3M ops. So the budget is
+//     kTightRefineOps below 1F1B's memory (fewer than 2p chunk-0 microbatches fit: V-Half,
+//     V-Min, a lower --mem-limit; 0.5-1 s at p = 12, m = 36), else kRefineOps (at zb-v's
+//     default limit five times the budget changed no validation row's count or mean and
+//     doubled the time at p = 8). A round costs p * cap * 32 runs of 6pm ops, cap being what
+//     fits of chunk 0 (2p at zb-v's limit, about 2(p+4)/3 at V-Min's): zb-v refines up to
+//     p = 8, m = 25 or p = 4, m = 203, V-Min up to p = 12, m = 90 or p = 16, m = 42.
 class VSearch {
  public:
   static constexpr std::size_t kUniformOps = 1'000'000;
   // Phase 1's budget shrinks with the square of the size: kUniformScale / ops of a run.
   static constexpr std::size_t kUniformScale = 4'000'000'000;
   static constexpr std::size_t kRefineOps = 5'000'000;
+  static constexpr std::size_t kTightRefineOps = 25'000'000;
   static constexpr std::size_t kStarts = 4;  // results of phase 1 that phase 2 starts from
   static constexpr int kMaxFit = 1 << 20;     // chunk0_fit_ when everything fits
 
@@ -372,9 +381,10 @@ class VSearch {
     // to int was undefined; x86 made it INT_MIN, so a cap of 1 microbatch in flight).
     const double fit = limit[0] / costs[0].f_delta + 1e-9;
     chunk0_fit_ = fit < kMaxFit ? std::max(1, static_cast<int>(fit)) : kMaxFit;
+    refine_ops_ = chunk0_fit_ < 2 * p ? kTightRefineOps : kRefineOps;
     refine_ = static_cast<std::size_t>(p) * static_cast<std::size_t>(chunk0_fit_) *
                   Choices::kDeviceCombinations * pass_ops_ <=
-              kRefineOps;
+              refine_ops_;
     uniform_budget_ = std::min(kUniformOps, kUniformScale / pass_ops_);
   }
 
@@ -404,7 +414,7 @@ class VSearch {
                 [](const auto& a, const auto& b) { return a.first.better_than(b.first); });
       if (starts.size() > kStarts) starts.pop_back();
     }
-    const std::size_t refine_end = spent_ + kRefineOps;
+    const std::size_t refine_end = spent_ + refine_ops_;
     for (auto& [current, choices] : starts) {
       for (bool improved = true; improved && !done();) {
         improved = false;
@@ -512,6 +522,7 @@ class VSearch {
   std::size_t pass_ops_ = 0;        // ops of one whole run
   std::size_t uniform_budget_ = 0;  // ops phase 1 may place
   bool refine_ = false;
+  std::size_t refine_ops_ = 0;  // phase 2's budget
   std::size_t spent_ = 0;  // ops placed over all runs
   std::optional<Score> best_;
   Schedule best_schedule_;

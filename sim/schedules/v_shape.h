@@ -17,7 +17,8 @@
 //        shortest result (the first with zero bubble). Its budget is bounded by the ops it
 //        simulates, shrinking with the square of the size: small pipelines try thousands of
 //        runs; p = 32, m = 256 (49k ops a run) runs the greedy once or twice (a few ms).
-//        For small pipelines (p * cap * 32 runs within 5M simulated ops) the choices are
+//        For small pipelines (p * cap * 32 runs within 5M simulated ops, 25M below 1F1B's
+//        memory, where per-device choices matter most) the choices are
 //        then refined per device by coordinate descent.
 //        The greedy takes each op's cost to depend on its kind and stage only, not on its
 //        microbatch (generate() checks it against the cost model).

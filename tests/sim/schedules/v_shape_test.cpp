@@ -143,6 +143,22 @@ TEST(ControllableMemory, VHalfAndVMinMatchThePublishedUnitCostTable) {
   }
 }
 
+// The zero-bubble authors' V-Min at unit cost (../shared/data/reference/v_half_min_visible.csv,
+// in chunk units: 185 at p = 12, m = 24 and 257 at m = 36; their memory convention: a B frees
+// nothing, M_W = M_B). Repeated blocks reach only 187 and 259 there; the per-device choices of
+// the search's second phase reach the authors' spans.
+TEST(ControllableMemory, VMinMeetsTheAuthorsUnitCostSpansAtTwelveStages) {
+  const std::pair<int, int> rows[] = {{24, 185}, {36, 257}};
+  for (const auto& [m, chunk_units] : rows) {
+    // A chunk's F, B, W: 0.5 ms each.
+    const auto costs = PerDeviceCostModel::uniform(
+        DeviceCosts{ms_to_ns(1), ms_to_ns(1), ms_to_ns(1), 0, 1.0, 1.0}, 12, 2);
+    const Metrics metrics = simulate(v_shape("v-min", 12, m, &costs), costs).metrics;
+    EXPECT_LE(metrics.max_device_span_ns, ms_to_ns(0.5 * chunk_units)) << "m=" << m;
+    EXPECT_LE(metrics.peak_activation_memory, (12 + 4) / 3 + 1e-9) << "m=" << m;
+  }
+}
+
 TEST(ControllableMemory, PeaksAreHalfAndAThirdOfOneFOneBs) {
   for (const int p : {2, 3, 4, 5, 8, 12}) {
     const auto costs = unit(p);
