@@ -342,14 +342,17 @@ class VGreedy {
 };
 
 // The search over the greedy's choices (v_shape.h), in two phases:
-//  1. The same choices on every device: the 32 combinations of the yes/no choices, each
-//     under a few caps on chunk-0 microbatches in flight, taken round-robin over the caps so
-//     that every cap gets its most promising combinations first. Each run is cut short once
-//     it must be slower than the best so far. The phase stops at zero bubble, or when a whole
-//     run would take the ops simulated past kUniformOps (the first run always goes): small
+//  1. The same choices on every device: the combinations of the yes/no choices, each under
+//     a few caps on chunk-0 microbatches in flight (the same on every device, or falling by
+//     a fixed step per device: 1 or 2, and below 1F1B's memory 1/3, 1/2 or 2/3, with which
+//     V-Min at p = 32, m = 64 takes 505 units at unit cost against the blocks' and the
+//     authors' 507), every cap in turn for a combination, the most promising first. Each run is cut
+//     short once it must be slower than the best so far. The phase stops at zero bubble, or when a
+//     whole run would take the ops simulated past kUniformOps (the first run always goes): small
 //     pipelines try every candidate, large ones (p = 32, m = 256) just the first.
 //  2. Only where a whole round of it costs at most its budget (small p and m): choices per
-//     device, by coordinate descent from the best few results of phase 1. One device at a
+//     device, by coordinate descent from the best few results of phase 1 (kStarts with one
+//     cap, then kSlopedStarts with sloped caps). One device at a
 //     time tries every cap and combination with the others fixed, keeping a change that makes
 //     the result better (shorter, else leaner, else with less span summed over the devices),
 //     until nothing improves or the budget is spent. Per-device choices matter where memory
@@ -357,7 +360,7 @@ class VGreedy {
 //     phase 1 cannot give, and at p = 12 (m = 24, 36 at unit cost: 185 and 257 units instead
 //     of the blocks' 187 and 259) the descent needs about 3M ops. So the budget is
 //     kTightRefineOps below 1F1B's memory (fewer than 2p chunk-0 microbatches fit: V-Half,
-//     V-Min, a lower --mem-limit; 0.5-1 s at p = 12, m = 36), else kRefineOps (at zb-v's
+//     V-Min, a lower --mem-limit; about 2 s at p = 12, m = 36), else kRefineOps (at zb-v's
 //     default limit five times the budget changed no validation row's count or mean and
 //     doubled the time at p = 8). A round costs p * cap * 32 runs of 6pm ops, cap being what
 //     fits of chunk 0 (2p at zb-v's limit, about 2(p+4)/3 at V-Min's): zb-v refines up to
@@ -369,8 +372,9 @@ class VSearch {
   static constexpr std::size_t kUniformScale = 4'000'000'000;
   static constexpr std::size_t kRefineOps = 5'000'000;
   static constexpr std::size_t kTightRefineOps = 25'000'000;
-  static constexpr std::size_t kStarts = 4;  // results of phase 1 that phase 2 starts from
-  static constexpr int kMaxFit = 1 << 20;     // chunk0_fit_ when everything fits
+  static constexpr std::size_t kStarts = 4;        // results of phase 1 that phase 2 starts from
+  static constexpr std::size_t kSlopedStarts = 2;  // ... and of its runs with sloped caps, after
+  static constexpr int kMaxFit = 1 << 20;          // chunk0_fit_ when everything fits
 
   VSearch(int p, int m, const std::vector<StageCosts>& costs, const std::vector<double>& limit)
       : p_(p), m_(m), costs_(costs), limit_(limit) {
@@ -389,7 +393,7 @@ class VSearch {
   }
 
   void run() {
-    std::vector<std::pair<Score, std::vector<Choices>>> starts;
+    std::vector<std::pair<Score, std::vector<Choices>>> starts, sloped_starts;
     const int seven_eighths = (7 * chunk0_fit_ + 4) / 8;
     const bool free_transfers = std::all_of(costs_.begin(), costs_.end(), [](const StageCosts& c) {
       return c.f_out_ns == 0 && c.b_out_ns == 0;
@@ -400,20 +404,24 @@ class VSearch {
                                    Choices::from_bits(candidate.bits, candidate.cap));
       for (std::size_t d = 0; d < choices.size(); ++d) {
         choices[d].chunk0_in_flight =
-            std::max(1, candidate.cap - candidate.slope * static_cast<int>(d));
+            std::max(1, candidate.cap - candidate.slope_sixths * static_cast<int>(d) / 6);
       }
       // Phase 2 starts from results that need not be the best: they must run to the end.
       std::optional<Score> built = attempt(choices, refine_ ? kNever : bound());
       if (!built || !refine_) continue;
-      // Phase 2 starts from the plain greedy's best uniform runs (no alternation,
-      // lookahead or feeding, the same cap on every device): per-device choices matter most
-      // where the plain rules fall short (V-Min's building block).
-      if (candidate.bits >= Choices::kDeviceCombinations || candidate.slope != 0) continue;
-      starts.emplace_back(*built, choices);
-      std::sort(starts.begin(), starts.end(),
+      // Phase 2 starts from the plain greedy's best runs (no alternation, lookahead or
+      // feeding): per-device choices matter most where the plain rules fall short (V-Min's
+      // building block). The best runs with the same cap on every device first, then the
+      // best with sloped caps.
+      if (candidate.bits >= Choices::kDeviceCombinations) continue;
+      auto& kept = candidate.slope_sixths == 0 ? starts : sloped_starts;
+      kept.emplace_back(*built, choices);
+      std::sort(kept.begin(), kept.end(),
                 [](const auto& a, const auto& b) { return a.first.better_than(b.first); });
-      if (starts.size() > kStarts) starts.pop_back();
+      if (kept.size() > (candidate.slope_sixths == 0 ? kStarts : kSlopedStarts)) kept.pop_back();
     }
+    for (auto& sloped : sloped_starts)
+      starts.push_back(std::move(sloped));
     const std::size_t refine_end = spent_ + refine_ops_;
     for (auto& [current, choices] : starts) {
       for (bool improved = true; improved && !done();) {
@@ -439,11 +447,12 @@ class VSearch {
   }
 
   // One uniform run of phase 1: the yes/no choices' bits, a cap on the chunk-0 microbatches
-  // in flight on device 0, lowered by `slope` on each later device (at least 1).
+  // in flight on device 0, lowered by slope_sixths / 6 on each later device (rounded down,
+  // at least 1).
   struct Candidate {
     int bits;
     int cap;
-    int slope;
+    int slope_sixths;
   };
 
   // Phase 1's runs, the most promising first: combinations by their distance from the one
@@ -467,7 +476,7 @@ class VSearch {
         caps.emplace_back(cap, slope);
     };
     if (free_transfers) add(Choices::kNoCap, 0);
-    for (const auto& [cap, slope] : {std::pair{fit - 2, 1},
+    for (const auto& [cap, slope] : {std::pair{fit - 2, 6},
                                      {Choices::kNoCap, 0},
                                      {fit - 1, 0},
                                      {seven_eighths, 0},
@@ -476,8 +485,16 @@ class VSearch {
                                      {(3 * p_ + 3) / 4, 0},
                                      {p_ - 1, 0},
                                      {p_ / 2, 0},
-                                     {fit - 2, 2}}) {
+                                     {fit - 2, 12}}) {
       add(cap, slope);
+    }
+    // Below 1F1B's memory the caps that fit fall along the V (V-Min's chunk-0 lifespans
+    // shorten by about a third of a period per device): slopes of 1/3, 1/2 and 2/3 per device.
+    if (fit < 2 * p_) {
+      for (const int sixths : {2, 3, 4}) {
+        add(fit - 1, sixths);
+        add(fit - 2, sixths);
+      }
     }
     std::vector<Candidate> out;
     for (const int b : bits) {
@@ -523,7 +540,7 @@ class VSearch {
   std::size_t uniform_budget_ = 0;  // ops phase 1 may place
   bool refine_ = false;
   std::size_t refine_ops_ = 0;  // phase 2's budget
-  std::size_t spent_ = 0;  // ops placed over all runs
+  std::size_t spent_ = 0;       // ops placed over all runs
   std::optional<Score> best_;
   Schedule best_schedule_;
   std::vector<std::pair<Schedule, TimeNs>> runners_up_;
@@ -782,8 +799,8 @@ void squeeze(Schedule schedule, const CostModel& unit_model, const CostModel& mo
 //     that fit first: 3 of them, or 1 for large pipelines);
 //  2. only for pipelines of at most kUnitCostOps ops, with waits of 0, 1 or 2 steps after
 //     the ops of each chain and at the V's top (VBlock::Gaps: 3^6 combinations, the top's
-//     wait varying slowest, so that a small budget tries the chains first): of unit costs (every op one
-//     unit, free transfers, the real memory) at the shortest period, a step being a unit (the
+//     wait varying slowest, so that a small budget tries the chains first): of unit costs (every op
+//     one unit, free transfers, the real memory) at the shortest period, a step being a unit (the
 //     controllable-memory paper builds V-Min and V-Half from such blocks, and a block with
 //     slack keeps its shape when the real costs time its order); then of the real costs, a
 //     step being T0 / 6, at the periods of 1. Within kGapOps simulated ops in all;
@@ -793,7 +810,7 @@ std::vector<Timed> v_blocks(int p, int m, const std::vector<StageCosts>& costs,
                             const std::vector<double>& limit, const CostModel& model) {
   constexpr int kSteps = 32;  // periods tried: T0 (1 + j / kSteps), j = 0..kSteps
   constexpr std::size_t kTimedOps = 60'000;
-  constexpr int kGapSteps = 3;                         // waits of 0, 1, 2 steps
+  constexpr int kGapSteps = 3;                             // waits of 0, 1, 2 steps
   constexpr int kGapCombinations = 3 * 3 * 3 * 3 * 3 * 3;  // the five chains, then the turn
   const std::size_t ops = static_cast<std::size_t>(6 * p) * static_cast<std::size_t>(m);
   const int timed_max = ops > kTimedOps ? 1 : 3;

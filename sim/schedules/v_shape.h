@@ -45,7 +45,8 @@
 //        million); p = 32, m = 256 takes about 10 ms (docs/benchmarks.md).
 //  v-half, v-min  The same search under (p+2)/2 M_B and floor((p+4)/3) M_B (the
 //        controllable-memory schedules: half and a third of 1F1B's memory), also trying caps
-//        around 3p/4 on the chunk-0 microbatches in flight. With unit costs they meet the
+//        around 3p/4 on the chunk-0 microbatches in flight, and caps that fall by 1/3, 1/2 or
+//        2/3 of a microbatch per device (as V-Min's chunk-0 lifespans do along the V). With unit costs they meet the
 //        published bubble rates for V-Half at p=4, m=8 and p=8, m=24 and for V-Min at p=4,
 //        m=8 (which needs per-device choices) and p=8, m=24.
 #pragma once
