@@ -346,15 +346,16 @@ class VGreedy {
 //     a few caps on chunk-0 microbatches in flight (the same on every device, or falling by
 //     a fixed step per device: 1 or 2, and below 1F1B's memory 1/3, 1/2 or 2/3, with which
 //     V-Min at p = 32, m = 64 takes 505 units at unit cost against the blocks' and the
-//     authors' 507), every cap in turn for a combination, the most promising first. Each run is cut
-//     short once it must be slower than the best so far. The phase stops at zero bubble, or when a
-//     whole run would take the ops simulated past kUniformOps (the first run always goes): small
-//     pipelines try every candidate, large ones (p = 32, m = 256) just the first.
+//     authors' 507), every cap in turn for a combination, the most promising first. Each
+//     run is cut short once it must be slower than the best so far. The phase stops at zero
+//     bubble, or when a whole run would take the ops simulated past kUniformOps (the first
+//     run always goes): small pipelines try every candidate, large ones (p = 32, m = 256)
+//     just the first.
 //  2. Only where a whole round of it costs at most its budget (small p and m): choices per
 //     device, by coordinate descent from the best few results of phase 1 (kStarts with one
-//     cap, then kSlopedStarts with sloped caps). One device at a
-//     time tries every cap and combination with the others fixed, keeping a change that makes
-//     the result better (shorter, else leaner, else with less span summed over the devices),
+//     cap on every device, then kSlopedStarts with sloped caps). One device at a time tries
+//     every cap and combination with the others fixed, keeping a change that makes the
+//     result better (shorter, else leaner, else with less span summed over the devices),
 //     until nothing improves or the budget is spent. Per-device choices matter where memory
 //     binds: V-Min's building block at p = 4 needs devices that behave differently, which
 //     phase 1 cannot give, and at p = 12 (m = 24, 36 at unit cost: 185 and 257 units instead
@@ -799,10 +800,11 @@ void squeeze(Schedule schedule, const CostModel& unit_model, const CostModel& mo
 //     that fit first: 3 of them, or 1 for large pipelines);
 //  2. only for pipelines of at most kUnitCostOps ops, with waits of 0, 1 or 2 steps after
 //     the ops of each chain and at the V's top (VBlock::Gaps: 3^6 combinations, the top's
-//     wait varying slowest, so that a small budget tries the chains first): of unit costs (every op
-//     one unit, free transfers, the real memory) at the shortest period, a step being a unit (the
-//     controllable-memory paper builds V-Min and V-Half from such blocks, and a block with
-//     slack keeps its shape when the real costs time its order); then of the real costs, a
+//     wait varying slowest, so that a small budget tries the chains first): of unit costs
+//     (every op one unit, free transfers, the real memory) at the shortest period, a step
+//     being a unit (the controllable-memory paper builds V-Min and V-Half from such blocks,
+//     and a block with slack keeps its shape when the real costs time its order); then of the
+//     real costs, a
 //     step being T0 / 6, at the periods of 1. Within kGapOps simulated ops in all;
 //  3. the unit-cost blocks of 2 squeezed at unit costs (squeeze), within kSqueezeOps.
 // A kind is missing when no layout fits.
