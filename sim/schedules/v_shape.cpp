@@ -386,7 +386,8 @@ class VSearch {
     // to int was undefined; x86 made it INT_MIN, so a cap of 1 microbatch in flight).
     const double fit = limit[0] / costs[0].f_delta + 1e-9;
     chunk0_fit_ = fit < kMaxFit ? std::max(1, static_cast<int>(fit)) : kMaxFit;
-    refine_ops_ = chunk0_fit_ < 2 * p ? kTightRefineOps : kRefineOps;
+    below_1f1b_memory_ = chunk0_fit_ < 2 * p;
+    refine_ops_ = below_1f1b_memory_ ? kTightRefineOps : kRefineOps;
     refine_ = static_cast<std::size_t>(p) * static_cast<std::size_t>(chunk0_fit_) *
                   Choices::kDeviceCombinations * pass_ops_ <=
               refine_ops_;
@@ -491,7 +492,7 @@ class VSearch {
     }
     // Below 1F1B's memory the caps that fit fall along the V (V-Min's chunk-0 lifespans
     // shorten by about a third of a period per device): slopes of 1/3, 1/2 and 2/3 per device.
-    if (fit < 2 * p_) {
+    if (below_1f1b_memory_) {
       for (const int sixths : {2, 3, 4}) {
         add(fit - 1, sixths);
         add(fit - 2, sixths);
@@ -540,8 +541,9 @@ class VSearch {
   std::size_t pass_ops_ = 0;        // ops of one whole run
   std::size_t uniform_budget_ = 0;  // ops phase 1 may place
   bool refine_ = false;
-  std::size_t refine_ops_ = 0;  // phase 2's budget
-  std::size_t spent_ = 0;       // ops placed over all runs
+  bool below_1f1b_memory_ = false;  // fewer than 2p chunk-0 microbatches fit
+  std::size_t refine_ops_ = 0;      // phase 2's budget
+  std::size_t spent_ = 0;           // ops placed over all runs
   std::optional<Score> best_;
   Schedule best_schedule_;
   std::vector<std::pair<Schedule, TimeNs>> runners_up_;
