@@ -17,11 +17,16 @@
 // end. The warm-up estimate takes a stage's first B to start when its input arrives, or (a
 // choice) also not before the stage's own warm-up forwards are done. The search runs
 // combinations of the yes/no choices in the order that most often wins,
-// each run cut short once a stage has idled longer than the best span so far allows; then it
+// each run cut short once a stage has idled longer than the best span so far allows; then
+// the best combination again with the small-gap W's held back where they would delay a B
+// more than the stage below can absorb (its pending W's under 1-16 times the delay; delays
+// of the B chain turn into idle time at the end, once the W's run out); then it
 // times the handcrafted ZB-H2, or ZB-H1, whichever has the most memory that fits the limit
 // (a sweep over its fixed order, far cheaper than a run), so the result is never worse than
 // it. The shortest schedule is kept. The search tries kPlacementScale / ops^2 of the 64
-// combinations (all 64 up to about 2,100 ops; p = 16, m = 64: 31; p = 32, m = 128: 1). With
+// combinations (all 64 up to about 2,100 ops; p = 16, m = 64: 31; p = 32, m = 128: 1), and
+// as many of the five thresholds as that budget pays beyond one run (none at p = 32,
+// m = 128). With
 // the improver (the registered generators' default) every run goes to its end and all are
 // starts of improve_best_of (improve.h). The memory limit is checked
 // on the returned schedule's memory accounting.

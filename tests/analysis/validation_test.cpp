@@ -73,23 +73,24 @@ TEST(ReferenceSets, EveryRowValidWithinItsLimitAndCloseToTheAuthors) {
   EXPECT_EQ(families.front().reference_failed, 4);
   EXPECT_EQ(families.front().found_where_reference_failed, 4);
 
-  // zb-auto meets the share (at or below the authors' cost on at least 95% of its
-  // rows; not yet within 0.1% on every one: three rows at p = 24 and 32 stay 0.2-0.6% above).
+  // zb-auto meets the bar: at or below the authors' cost on at least 95% of its rows
+  // and within 0.1% of it on every one.
   EXPECT_GE(families.front().at_or_below, 0.95 * families.front().rows);
+  EXPECT_LE(families.front().worst_ratio, 1.001);
 
   // A guard against regressions, not the target: bubblesim does not yet meet the
   // authors' cost on every row (docs/validation.md has the table). The bounds sit just above
-  // what this version reaches (zb-auto mean 0.994, worst 1.0064; zb-v 1.0047 / 1.033; V-Half
+  // what this version reaches (zb-auto mean 0.9937, worst 1.0010; zb-v 1.0047 / 1.033; V-Half
   // 0.9999 / 1.0216; V-Min 0.9878 / 1.0135) and below what earlier versions reached (zb-auto
-  // 0.998 / 1.035, then 0.995 / 1.011; zb-v: mean 1.067, worst 1.113, then 1.015 / 1.080,
-  // then 1.0065 / 1.039; V-Half 1.043 / 1.167, then 1.034 / 1.165, then 1.005 / 1.035, then
-  // 1.0012 / 1.0254, then 1.0006 / 1.0254; V-Min 1.120 / 1.288, then 1.020 / 1.154, then
-  // 0.994 / 1.022, then 0.9924 / 1.0198, then 0.9903 / 1.0053).
+  // 0.998 / 1.035, then 0.995 / 1.011, then 0.994 / 1.0064; zb-v: mean 1.067, worst 1.113,
+  // then 1.015 / 1.080, then 1.0065 / 1.039; V-Half 1.043 / 1.167, then 1.034 / 1.165, then 1.005
+  // / 1.035, then 1.0012 / 1.0254, then 1.0006 / 1.0254; V-Min 1.120 / 1.288, then 1.020 / 1.154,
+  // then 0.994 / 1.022, then 0.9924 / 1.0198, then 0.9903 / 1.0053).
   struct Bound {
     const char* family;
     double mean, worst;
   };
-  const Bound bounds[] = {{"zb-auto", 0.996, 1.009},
+  const Bound bounds[] = {{"zb-auto", 0.9945, 1.001},
                           {"zb-v", 1.006, 1.036},
                           {"v-half", 1.001, 1.024},
                           {"v-min", 0.989, 1.016}};

@@ -164,10 +164,25 @@ TEST(ZbAuto, ReachesZeroBubbleOnUniformStagesWithThreeTimesOneFOneBsMemory) {
                         Case{16, 60, 1.1, 1.3, 0.8}}) {
     const auto costs = uniform_costs(c.p, c.f, c.b, c.w, 0, 1.0, 0.43);
     const Metrics metrics = run(zb("zb-auto", c.p, c.m, costs, 3 * c.p), costs);
-    EXPECT_EQ(metrics.max_device_span_ns,
-              c.m * (ms_to_ns(c.f) + ms_to_ns(c.b) + ms_to_ns(c.w)))
+    EXPECT_EQ(metrics.max_device_span_ns, c.m * (ms_to_ns(c.f) + ms_to_ns(c.b) + ms_to_ns(c.w)))
         << "p=" << c.p << " m=" << c.m;
   }
+}
+
+TEST(ZbAuto, HoldsBackSmallGapWsThatWouldDelayTheBackwardChainAtTheEnd) {
+  // p = 32 with 3p M_B: the devices are busy throughout, and the span is set by how soon the
+  // last microbatches' B's come down the chain to device 0. A W run in a gap shorter than
+  // itself delays the next B by the rest of the W; repeated on every stage, the last B's
+  // reach device 0 after its pending W's have run out (0.23% above the bound m (F + B + W)
+  // without the check). Holding those W's back where the stage below has too few W's to
+  // absorb the delay brings the span within 0.1% of the bound.
+  const int p = 32, m = 122;
+  const double f = 1.0, b = 0.96, w = 0.63;
+  const auto costs = uniform_costs(p, f, b, w, 0.016, 1.0, 0.366);
+  const Metrics metrics = run(zb("zb-auto", p, m, costs, 3 * p), costs);
+  const double bound_ns = m * static_cast<double>(ms_to_ns(f) + ms_to_ns(b) + ms_to_ns(w));
+  EXPECT_GE(metrics.max_device_span_ns, bound_ns);
+  EXPECT_LE(metrics.max_device_span_ns, 1.001 * bound_ns);
 }
 
 TEST(ZbAuto, ALimitBelowOneMicrobatchNamesTheSmallestFeasibleLimit) {
