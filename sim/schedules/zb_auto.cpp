@@ -196,8 +196,10 @@ class LinearGreedy {
   bool absorbed(int s, bool waits_for_b, TimeNs gap_ns) const {
     if (choices_.absorb == 0 || !waits_for_b || s == 0) return true;
     const auto below = static_cast<std::size_t>(s - 1);
-    const TimeNs delay_ns = c_[static_cast<std::size_t>(s)].w_ns - gap_ns;
-    const TimeNs pending_ns = (stages_[below].b - stages_[below].w) * c_[below].w_ns;
+    // In doubles: a count times an op's time may leave int64's range (ops up to 1e15 ns).
+    const double delay_ns = static_cast<double>(c_[static_cast<std::size_t>(s)].w_ns - gap_ns);
+    const double pending_ns = static_cast<double>(stages_[below].b - stages_[below].w) *
+                              static_cast<double>(c_[below].w_ns);
     return pending_ns >= choices_.absorb * delay_ns;
   }
 
