@@ -4,8 +4,10 @@
 //  zb-v  The V-shaped zero-bubble schedule under an activation-memory limit (default p M_B,
 //        as much as 1F1B holds; --mem-limit changes it). Built by simulating as it goes: each
 //        device, when free, runs a ready B, else a ready F that fits in memory, else a pending
-//        W (W fills what would be idle time and frees memory), else waits for the earliest
-//        input. Yes/no choices shape the rules: F before B when both are ready; which chunk's
+//        W (W fills what would be idle time and frees memory; not one that would delay a known
+//        B where the device that B feeds holds pending W's worth less than 4 times the delay,
+//        which it would pass on down the chain), else waits for the earliest input. Yes/no
+//        choices shape the rules: F before B when both are ready; which chunk's
 //        F and which stage's B go first; keep room for a chunk-1 F; a W only in a gap it fits;
 //        F and B taking turns after the first B; lookahead (wait for the preferred op when
 //        its input arrives before the other op would end: transfer time decides the choice
@@ -46,9 +48,9 @@
 //  v-half, v-min  The same search under (p+2)/2 M_B and floor((p+4)/3) M_B (the
 //        controllable-memory schedules: half and a third of 1F1B's memory), also trying caps
 //        around 3p/4 on the chunk-0 microbatches in flight, and caps that fall by 1/3, 1/2 or
-//        2/3 of a microbatch per device (as V-Min's chunk-0 lifespans do along the V). With unit costs they meet the
-//        published bubble rates for V-Half at p=4, m=8 and p=8, m=24 and for V-Min at p=4,
-//        m=8 (which needs per-device choices) and p=8, m=24.
+//        2/3 of a microbatch per device (as V-Min's chunk-0 lifespans do along the V). With unit
+//        costs they meet the published bubble rates for V-Half at p=4, m=8 and p=8, m=24 and for
+//        V-Min at p=4, m=8 (which needs per-device choices) and p=8, m=24.
 #pragma once
 
 #include "sim/schedule_registry.h"
