@@ -4,11 +4,11 @@
 //  zb-v  The V-shaped zero-bubble schedule under an activation-memory limit (default p M_B,
 //        as much as 1F1B holds; --mem-limit changes it). Built by simulating as it goes: each
 //        device, when free, runs a ready B, else a ready F that fits in memory, else a pending
-//        W (W fills what would be idle time and frees memory; not one that would delay a known
-//        B where the device that B feeds holds pending W's worth less than 4 times the delay,
-//        which it would pass on down the chain), else waits for the earliest input. Yes/no
-//        choices shape the rules: F before B when both are ready; which chunk's
-//        F and which stage's B go first; keep room for a chunk-1 F; a W only in a gap it fits;
+//        W (W fills what would be idle time and frees memory; unless memory binds, not one
+//        that would delay a known B where the device that B feeds holds pending W's worth
+//        less than 4 times the delay, which it would pass on down the chain), else waits for
+//        the earliest input. Yes/no choices shape the rules: F before B when both are ready;
+//        which chunk's F and which stage's B go first; keep room for a chunk-1 F; a W only in a gap it fits;
 //        F and B taking turns after the first B; lookahead (wait for the preferred op when
 //        its input arrives before the other op would end: transfer time decides the choice
 //        between chunks and between F and B); feeding (between a startable F and B, the one
