@@ -8,8 +8,8 @@
 //        that would delay a known B where the device that B feeds holds pending W's worth
 //        less than 4 times the delay, which it would pass on down the chain), else waits for
 //        the earliest input. Yes/no choices shape the rules: F before B when both are ready;
-//        which chunk's F and which stage's B go first; keep room for a chunk-1 F; a W only in a gap it fits;
-//        F and B taking turns after the first B; lookahead (wait for the preferred op when
+//        which chunk's F and which stage's B go first; keep room for a chunk-1 F; a W only
+//        in a gap it fits; F and B taking turns after the first B; lookahead (wait for the preferred op when
 //        its input arrives before the other op would end: transfer time decides the choice
 //        between chunks and between F and B); feeding (between a startable F and B, the one
 //        whose next device is free first). A cap on the chunk-0 microbatches in flight (what
