@@ -9,9 +9,9 @@
 //        less than 4 times the delay, which it would pass on down the chain), else waits for
 //        the earliest input. Yes/no choices shape the rules: F before B when both are ready;
 //        which chunk's F and which stage's B go first; keep room for a chunk-1 F; a W only
-//        in a gap it fits; F and B taking turns after the first B; lookahead (wait for the preferred op when
-//        its input arrives before the other op would end: transfer time decides the choice
-//        between chunks and between F and B); feeding (between a startable F and B, the one
+//        in a gap it fits; F and B taking turns after the first B; lookahead (wait for the
+//        preferred op when its input arrives before the other op would end: transfer time
+//        decides the choice between chunks and between F and B); feeding (between a startable F and B, the one
 //        whose next device is free first). A cap on the chunk-0 microbatches in flight (what
 //        fits less two, lowered by one per device; none; 7/8 of what fits; p; ...) keeps
 //        room for the chunk-1 forwards that arrive before the first B returns. The search
