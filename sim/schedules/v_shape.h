@@ -4,21 +4,21 @@
 //  zb-v  The V-shaped zero-bubble schedule under an activation-memory limit (default p M_B,
 //        as much as 1F1B holds; --mem-limit changes it). Built by simulating as it goes: each
 //        device, when free, runs a ready B, else a ready F that fits in memory, else a pending
-//        W (W fills what would be idle time and frees memory; unless memory binds, not one
-//        that would delay a known B where the device that B feeds holds pending W's worth
-//        less than 4 times the delay, which it would pass on down the chain), else waits for
-//        the earliest input. Yes/no choices shape the rules: F before B when both are ready;
-//        which chunk's F and which stage's B go first; keep room for a chunk-1 F; a W only
-//        in a gap it fits; F and B taking turns after the first B; lookahead (wait for the
-//        preferred op when its input arrives before the other op would end: transfer time
-//        decides the choice between chunks and between F and B); feeding (between a startable F and B, the one
-//        whose next device is free first). A cap on the chunk-0 microbatches in flight (what
-//        fits less two, lowered by one per device; none; 7/8 of what fits; p; ...) keeps
-//        room for the chunk-1 forwards that arrive before the first B returns. The search
-//        runs combinations nearest the one that wins most often first, and keeps the
-//        shortest result (the first with zero bubble). Its budget is bounded by the ops it
-//        simulates, shrinking with the square of the size: small pipelines try thousands of
-//        runs; p = 32, m = 256 (49k ops a run) runs the greedy once or twice (a few ms).
+//        W (W fills what would be idle time and frees memory; unless memory binds, not one that
+//        would delay a known B where the device that B feeds holds pending W's worth less than 4
+//        times the delay, which it would pass on down the chain), else waits for the earliest
+//        input. Yes/no choices shape the rules: F before B when both are ready; which chunk's F and
+//        which stage's B go first; keep room for a chunk-1 F; a W only in a gap it fits; F and B
+//        taking turns after the first B; lookahead (wait for the preferred op when its input
+//        arrives before the other op would end: transfer time decides the choice between chunks and
+//        between F and B); feeding (between a startable F and B, the one whose next device is free
+//        first). A cap on the chunk-0 microbatches in flight (what fits less two, lowered by one
+//        per device; none; 7/8 of what fits; p; ...) keeps room for the chunk-1 forwards that
+//        arrive before the first B returns. The search runs combinations nearest the one that wins
+//        most often first, and keeps the shortest result (the first with zero bubble). Its budget
+//        is bounded by the ops it simulates, shrinking with the square of the size: small
+//        pipelines try thousands of runs; p = 32, m = 256 (49k ops a run) runs the greedy once or
+//        twice (a few ms).
 //        For small pipelines (p * cap * 32 runs within 5M simulated ops, 25M below 1F1B's
 //        memory, where per-device choices matter most) the choices are
 //        then refined per device by coordinate descent.
