@@ -7,19 +7,28 @@
 // opened by the process itself. What is read is then checked against its own dimensions by the
 // readers (results_file.cpp, profile_file.cpp).
 //
+// The child also rehearses the reader's own reads (`rehearse`): libhdf5 converts what it reads
+// into the reader's types, and a corrupted file can overflow its buffers there only (a
+// fuzzed profile did, in H5Dread's type conversion, after reading cleanly in its own types).
+// The process then reads what its child has read without harm.
+//
 // Not protected: a file that changes between the check and the read, and damage that libhdf5
 // reads without complaint (wrong values of the right type: the readers' range checks catch
 // those they use).
 #pragma once
 
+#include <functional>
 #include <string>
 
 namespace bubblesim::analysis::hdf5 {
 
-// "" when every object of the HDF5 file at `path` reads cleanly in a child process; else why
-// not ("libhdf5 crashed reading it", "reading it took longer than 2.0 s", ...), to follow
-// "PATH: ". With the environment variable BUBBLESIM_HDF5_GUARD=0 the check is skipped (the
-// fuzz targets run the readers in-process).
-std::string damaged_file_problem(const std::string& path);
+// "" when every object of the HDF5 file at `path` reads cleanly in a child process, and then
+// `rehearse` (the caller's whole read of the file; what it throws is the caller's to report
+// in the process) runs there to its end; else why not ("libhdf5 crashed reading it", "reading
+// it took longer than 2.0 s", ...), to follow "PATH: ". Within a rehearsal it returns "" at
+// once (the rehearsed reader checks its file again). With the environment variable
+// BUBBLESIM_HDF5_GUARD=0 the check is skipped.
+std::string damaged_file_problem(const std::string& path,
+                                 const std::function<void()>& rehearse = {});
 
 }  // namespace bubblesim::analysis::hdf5

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <initializer_list>
 #include <string>
 #include <type_traits>
@@ -237,13 +238,16 @@ T read_number(const Where& at, hid_t object, const std::string& what, const char
 // Opens an existing bubblesim file read-only and checks what it claims to be: root attribute
 // `format` = `format` and `format_version` = `version`. `kind` names the file in errors
 // ("results file"), `expected` says what was expected of a file that is not HDF5 at all.
+// `rehearse`, the caller's whole read of the file, runs first in the damaged-file guard's
+// child (hdf5_guard.h).
 inline Handle open_bubblesim_file(const Where& at, const char* format, int version,
-                                  const std::string& kind, const std::string& expected) {
+                                  const std::string& kind, const std::string& expected,
+                                  const std::function<void()>& rehearse) {
   std::error_code ec;
   if (!std::filesystem::exists(at.path, ec)) at.fail("no such file");
   if (!std::filesystem::is_regular_file(at.path, ec)) at.fail("not a regular file");
   if (H5Fis_hdf5(at.path.c_str()) <= 0) at.fail("not an HDF5 file (expected " + expected + ")");
-  if (const std::string problem = damaged_file_problem(at.path); !problem.empty()) {
+  if (const std::string problem = damaged_file_problem(at.path, rehearse); !problem.empty()) {
     at.fail(problem);
   }
   Handle file(at.check(H5Fopen(at.path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT),

@@ -160,16 +160,16 @@ void write_profile(const std::string& path, const traces::Profile& profile,
   out->commit();
 }
 
-traces::Profile read_profile(const std::string& path) {
-  // Sweeps read profiles from several threads at once, and Debian's libhdf5 is the serial
-  // (not thread-safe) build: one read at a time. Without it the HDF5 guard's fork could also
-  // copy another thread's half-done libhdf5 state into its child, which then hangs.
-  static std::mutex one_at_a_time;
-  const std::lock_guard<std::mutex> lock(one_at_a_time);
+namespace {
+
+// read_profile without its lock: the damaged-file guard's child rehearses it while the
+// parent's thread holds the lock (in the child too, as fork copied it).
+traces::Profile read_profile_unlocked(const std::string& path) {
   const QuietHdf5 quiet;
   const Where at = profile_at(path);
   const Handle file = open_bubblesim_file(at, kProfileFormat, kProfileFormatVersion, "profile",
-                                          "a bubblesim profile from 'bubblesim import --out'");
+                                          "a bubblesim profile from 'bubblesim import --out'",
+                                          [&path] { read_profile_unlocked(path); });
   const std::string root = "the root group";
   traces::Profile profile;
   profile.kernels = static_cast<std::size_t>(read_int64(at, file, "kernels"));
@@ -237,6 +237,17 @@ traces::Profile read_profile(const std::string& path) {
     H5Dvlen_reclaim(type, space, H5P_DEFAULT, devices.data());
   }
   return profile;
+}
+
+}  // namespace
+
+traces::Profile read_profile(const std::string& path) {
+  // Sweeps read profiles from several threads at once, and Debian's libhdf5 is the serial
+  // (not thread-safe) build: one read at a time. Without it the HDF5 guard's fork could also
+  // copy another thread's half-done libhdf5 state into its child, which then hangs.
+  static std::mutex one_at_a_time;
+  const std::lock_guard<std::mutex> lock(one_at_a_time);
+  return read_profile_unlocked(path);
 }
 
 }  // namespace bubblesim::analysis

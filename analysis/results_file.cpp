@@ -361,10 +361,22 @@ std::vector<SweepRow> read_sweep(const Where& at, hid_t file) {
 
 // Files ---------------------------------------------------------------------------------------
 
+// Everything a ResultsReader reads of the file at `path`: what the damaged-file guard's child
+// rehearses before the process opens it.
+void read_all(const std::string& path) {
+  const ResultsReader reader(path);
+  reader.writer();
+  for (const std::string& name : reader.run_names())
+    reader.read_run(name);
+  if (reader.has_sweep_table()) reader.read_sweep_table();
+  reader.sweep_info();
+}
+
 // Opens an existing results file read-only and checks what it claims to be.
 Handle open_results(const Where& at, int& format_version) {
-  Handle file = open_bubblesim_file(at, kResultsFormat, kResultsFormatVersion, "results file",
-                                    "a bubblesim results file");
+  Handle file =
+      open_bubblesim_file(at, kResultsFormat, kResultsFormatVersion, "results file",
+                          "a bubblesim results file", [path = at.path] { read_all(path); });
   format_version = kResultsFormatVersion;
   if (H5Lexists(file, "runs", H5P_DEFAULT) <= 0) at.fail("has no /runs group");
   return file;
