@@ -33,14 +33,8 @@ struct Choices {
   bool commit = false;     // a chunk-1 F or B whose input is known goes first, however late
   bool tight_w = false;    // a pending W goes first while the memory has room for less than
                            // two more F (it frees memory that the next F's will need)
-  int absorb = kAbsorb;    // a W that would delay a known B only where the device that B
-                           // feeds holds pending W's of at least `absorb` times the delay
-                           // (0: always)
 
   static constexpr int kNoCap = 1 << 30;
-  // Measured on the reference sets (validation.md): 2 and 4 do about as well, 8 less; unlike
-  // zb-auto's greedy, where a fixed threshold loses rows, the V greedy gains on average.
-  static constexpr int kAbsorb = 4;
   // The five yes/no choices from the bits of `bits` (0 is the defaults above).
   static constexpr int kCombinations = 1024;
   // The first five bits: the choices phase 2 varies per device (the later three are kept).
@@ -52,7 +46,6 @@ struct Choices {
     out.feed = other.feed;
     out.commit = other.commit;
     out.tight_w = other.tight_w;
-    out.absorb = other.absorb;
     return out;
   }
   static Choices from_bits(int bits, int cap) {
@@ -250,25 +243,28 @@ class VGreedy {
       const int w_stage = (choices.lower_stage_backward_first ? wl : !wh) ? low : high;
       if ((!choices.w_only_in_long_gaps || memory_bound || earliest.start_ns == kNever ||
            earliest.start_ns - free >= costs_[static_cast<std::size_t>(w_stage)].w_ns) &&
-          (memory_bound || absorbed(choices.absorb, earliest, free, w_stage))) {
+          (memory_bound || absorbed(earliest, free, w_stage))) {
         return Pick{free, OpKind::W, w_stage};
       }
     }
     return earliest;
   }
 
+  // A W that would delay a known B runs only where the device that B feeds holds pending W's
+  // of at least kAbsorb times the delay. Measured on the reference sets (validation.md): 2 and
+  // 4 do about as well, 8 less; unlike zb-auto's greedy, where a fixed threshold loses rows
+  // (it sweeps one), the V greedy gains on average with it always on.
+  static constexpr int kAbsorb = 4;
+
   // Whether a W of `w_stage` started at `free_ns`, delaying the B `waiting` by the rest of the
-  // W, leaves the device that B feeds pending W's worth `absorb` times the delay: a delayed B
+  // W, leaves the device that B feeds pending W's worth kAbsorb times the delay: a delayed B
   // passes its delay on down the chain unless the devices there have W's to run meanwhile
-  // (zb_auto.cpp's rule). Always true for absorb 0, an F, a B of stage 0 or an unknown start.
+  // (zb_auto.cpp's rule). Always true for an F, a B of stage 0 or an unknown start.
   // Decided with the B's known when the device plans its op: a B that arrives later does not
   // call a planned W back (doing so lost on the reference sets: zb-v 27 -> 26 rows at or
   // below, V-Min's worst 1.0053 -> 1.0135).
-  bool absorbed(int absorb, const Pick& waiting, TimeNs free_ns, int w_stage) const {
-    if (absorb == 0 || waiting.kind != OpKind::B || waiting.stage == 0 ||
-        waiting.start_ns == kNever) {
-      return true;
-    }
+  bool absorbed(const Pick& waiting, TimeNs free_ns, int w_stage) const {
+    if (waiting.kind != OpKind::B || waiting.stage == 0 || waiting.start_ns == kNever) return true;
     const TimeNs delay_ns =
         free_ns + costs_[static_cast<std::size_t>(w_stage)].w_ns - waiting.start_ns;
     if (delay_ns <= 0) return true;
@@ -279,7 +275,7 @@ class VGreedy {
       pending_ns += static_cast<double>(c.b - c.w) *
                     static_cast<double>(costs_[static_cast<std::size_t>(s)].w_ns);
     }
-    return pending_ns >= absorb * static_cast<double>(delay_ns);
+    return pending_ns >= kAbsorb * static_cast<double>(delay_ns);
   }
 
   // When the device that runs the op's output next is free (never for a B of stage 0).
