@@ -18,7 +18,12 @@
 //        most often first, and keeps the shortest result (the first with zero bubble). Its budget
 //        is bounded by the ops it simulates, shrinking with the square of the size: small
 //        pipelines try thousands of runs; p = 32, m = 256 (49k ops a run) runs the greedy once or
-//        twice (a few ms).
+//        twice (a few ms). The best choices run again with an idle allowance per device (a
+//        device about to idle past it runs a pending W instead of waiting): 1, 1.2 or 1.5 times
+//        what it may idle and still end with the closed-form bound of the longest device (its
+//        work plus the warm-up it must wait for its first chunk-1 forward, filled with the
+//        chunk-0 forwards that fit); then further combinations, within a budget shrinking with
+//        the cube of the size (nothing more at p = 32, m = 256).
 //        For small pipelines (p * cap * 32 runs within 5M simulated ops, 25M below 1F1B's
 //        memory, where per-device choices matter most) the choices are
 //        then refined per device by coordinate descent.
