@@ -650,13 +650,13 @@ class VSearch {
   const std::vector<StageCosts>& costs_;
   const std::vector<double>& limit_;
   int chunk0_fit_ = 1;
-  std::size_t pass_ops_ = 0;        // ops of one whole run
-  std::size_t uniform_budget_ = 0;  // ops phase 1 may place
+  std::size_t pass_ops_ = 0;         // ops of one whole run
+  std::size_t uniform_budget_ = 0;   // ops phase 1 may place
   std::size_t extended_budget_ = 0;  // ops phase 1 and its extension may place in all
   bool refine_ = false;
-  bool below_1f1b_memory_ = false;  // fewer than 2p chunk-0 microbatches fit
-  std::size_t refine_ops_ = 0;      // phase 2's budget
-  std::size_t spent_ = 0;           // ops placed over all runs
+  bool below_1f1b_memory_ = false;               // fewer than 2p chunk-0 microbatches fit
+  std::size_t refine_ops_ = 0;                   // phase 2's budget
+  std::size_t spent_ = 0;                        // ops placed over all runs
   std::vector<std::vector<double>> allowances_;  // per scale, per device
   std::optional<Score> best_;
   Schedule best_schedule_;
