@@ -14,8 +14,11 @@
 //  - the op that produces the waited-for input moved earlier on its own device (past up to
 //    8 ops, never past its own input);
 //  - the waiting op moved after the op that follows it (which may be ready sooner).
-// A move that deadlocks is dropped. The search stops when no move helps or the ops simulated
-// reach the budget. Each round costs one engine run per move tried (O(ops) each).
+// A move that deadlocks is dropped. When no move helps and budget is left, iterated local
+// search: two random moves of the best schedule (an op shifted by up to 4 places), a descent
+// from there over the 20 most promising moves of each step, kept where it ends better than
+// the best; seeded, so the same input gives the same schedule. The search stops when the ops
+// simulated reach the budget. Each round costs one engine run per move tried (O(ops) each).
 #pragma once
 
 #include <cstddef>
@@ -45,9 +48,12 @@ struct ImproveResult {
 };
 
 // The default budget for a schedule of `schedule_ops` ops, as the generators use it: at most
-// 3M simulated ops, shrinking with the square of the size (kImproveScale / ops), so that
-// large pipelines (p = 32, m = 128 of zb-auto; p = 32, m = 256 of zb-v) get a run or none
-// and keep their generation time, and small ones get thousands.
+// 2M simulated ops and 2,000 engine runs; below that, kImproveScale2 / ops^2 up to 12,000
+// ops (the runs falling with the cube of the size: about 380k ops at 3,000, room for the
+// iterated local search on mid-sized pipelines), then kImproveScale / ops (with the square),
+// so that large pipelines (p = 32, m = 128 of zb-auto; p = 32, m = 256 of zb-v) get a run or
+// none and keep their generation time. The cap on runs keeps tiny pipelines, whose every run
+// costs more per op, from spending the whole 2M (a sweep or `advise` generates many).
 std::size_t improve_budget_ops(std::size_t schedule_ops);
 
 // Precondition: `schedule` is valid (Schedule::validate) and runs without deadlock with
