@@ -116,6 +116,7 @@ class Improver {
         for (int attempt = 0; attempt < kKickAttempts; ++attempt) {
           const auto d = static_cast<int>(rng() % devices);
           const std::size_t n = trial.device_ops[static_cast<std::size_t>(d)].size();
+          if (n < 2) continue;  // nothing to shift (and no modulo by zero)
           const std::size_t from = rng() % n;
           const std::size_t shift = 1 + rng() % kKickShift;
           const bool earlier = (rng() & 1) != 0;
