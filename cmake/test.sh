@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# README command 2: the whole test suite, twice: the release build, then a build with
-# AddressSanitizer and UndefinedBehaviorSanitizer; then a short fuzzing run (20 s per target).
+# README command 2: the whole test suite in the release build, then again in a build with
+# AddressSanitizer and UndefinedBehaviorSanitizer, all but the tests labelled `breadth` (the
+# same code over many configurations: tests/CMakeLists.txt); then a short fuzzing run (20 s
+# per target).
 # Run cmake/setup.sh once before.
 #
 # With clang (cmake/setup.sh installs it), the sanitizer build is one clang tree, build-asan,
@@ -34,7 +36,7 @@ else
 fi
 cmake --build build-asan -j "$jobs"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  ctest --test-dir build-asan --output-on-failure -j "$jobs"
+  ctest --test-dir build-asan --output-on-failure -j "$jobs" -LE breadth
 
 if ((fuzz == 0)); then
   echo "test.sh: clang++ not found: sanitizer suite built with gcc, no fuzzing run" \
