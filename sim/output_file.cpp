@@ -82,8 +82,11 @@ OutputFile::OutputFile(const std::string& path) : path_(path) {
   std::error_code ec;
   if (!fs::is_directory(folder, ec))
     fail(path, "its folder " + folder.string() + " does not exist");
-  temporary_ = make_temporary(
-      path, (folder / ("." + target.filename().string() + ".bubblesim-XXXXXX")).string());
+  // Built by appends: GCC 12's -Wrestrict misreads `"." + std::string&&` (a false positive).
+  std::string name = ".";
+  name += target.filename().string();
+  name += ".bubblesim-XXXXXX";
+  temporary_ = make_temporary(path, (folder / name).string());
 }
 
 OutputFile::OutputFile(OutputFile&& other) noexcept

@@ -117,7 +117,6 @@ class Program {
         devices_(shape.num_devices()),
         m_(shape.num_microbatches),
         stage_device_(shape.stage_device),
-        costs_(costs),
         limit_(limit),
         model_(Cbc_newModel(), &Cbc_deleteModel) {
     const auto hop = [&](int from, int to) {
@@ -385,7 +384,6 @@ class Program {
 
   int stages_, devices_, m_;
   std::vector<int> stage_device_;
-  const CostModel& costs_;
   const std::vector<double>& limit_;
   std::unique_ptr<Cbc_Model, void (*)(Cbc_Model*)> model_;
   LinearProgram lp_;
