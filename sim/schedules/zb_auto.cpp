@@ -161,12 +161,21 @@ class LinearGreedy {
     const StageCosts& c = c_[i];
     const TimeNs free = st.free_at;
     TimeNs tb = kNever, tf = kNever;
-    if (st.b < st.f && b_ready_[index(s, st.b)] != kNever)
-      tb = std::max(free, b_ready_[index(s, st.b)]);
     bool memory_bound = false;
+    // A B that allocates (M_W > M_B) runs only where it fits; a pending W frees room for it.
+    // An F is admitted only with room for one such B after it, so that a B is never stuck
+    // without a W to make room.
+    const double b_grows = std::max(0.0, c.b_delta);
+    if (st.b < st.f && b_ready_[index(s, st.b)] != kNever) {
+      if (b_grows == 0 || fits(s, b_grows)) {
+        tb = std::max(free, b_ready_[index(s, st.b)]);
+      } else {
+        memory_bound = true;
+      }
+    }
     if (st.f < m_ && (!choices_.cap_in_flight || st.f - st.b < cap_[i]) &&
         (st.b > 0 || st.f < cap_[i])) {
-      if (!fits(s, c.f_delta)) {
+      if (!fits(s, c.f_delta + b_grows)) {
         memory_bound = true;
       } else if (f_ready_[index(s, st.f)] != kNever) {
         tf = std::max(free, f_ready_[index(s, st.f)]);

@@ -385,5 +385,18 @@ TEST_F(FuzzRegression, F24ProfileThatOverflowsLibhdf5sTypeConversionIsRefused) {
                  "conversion_profile.h5: ");
 }
 
+// Found by options_fuzz in a CI smoke run: with M_W above M_B a B allocates, and the zero-bubble
+// greedy, which checked only F's against the limit, overran it and stopped on its own check.
+TEST_F(FuzzRegression, F25BackwardsThatAllocateAreScheduledWithinTheLimit) {
+  inputs("25");
+  Result r = run("compare --m-w 2 -s 1f1b,zb-h1,zb-2p --no-improve");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("zb-2p"), std::string::npos) << r.out;
+  r = run("simulate -s zb-auto --m-w 5 --json");
+  EXPECT_EQ(r.status, 0) << r.err;
+  // p = 8 at the default limit p M_B = 8.
+  EXPECT_NE(r.out.find("\"peak_activation_memory\": 8"), std::string::npos) << r.out;
+}
+
 }  // namespace
 }  // namespace bubblesim

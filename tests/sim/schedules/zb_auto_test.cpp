@@ -137,6 +137,29 @@ TEST(ZbAuto, HeterogeneousStagesGiveValidSchedulesWithinMemoryThatBeat1F1B) {
   }
 }
 
+// With M_W above M_B a B allocates (M_W - M_B) instead of freeing: the greedy must hold it to
+// the limit too (options_fuzz found zb-1p, zb-2p and zb-auto stopping on their own check).
+TEST(ZbAuto, BackwardsThatAllocateStayWithinTheLimit) {
+  for (const int p : {2, 4, 8}) {
+    for (const int m : {p, 3 * p + 1}) {
+      for (const double m_w : {1.0, 2.0, 3.0}) {
+        if (m_w > p) continue;  // one microbatch's F and B need M_W: more than p M_B
+        const PerDeviceCostModel costs(std::vector<DeviceCosts>(
+            static_cast<std::size_t>(p), DeviceCosts{ms_to_ns(10), ms_to_ns(12), ms_to_ns(6),
+                                                     ms_to_ns(0.5), 1.0, m_w}));
+        for (const auto& [name, stages] : {std::pair{"zb-1p", 1}, {"zb-2p", 2}, {"zb-auto", 1}}) {
+          SCOPED_TRACE(std::string(name) + " p=" + std::to_string(p) + " m=" + std::to_string(m) +
+                       " m_w=" + std::to_string(m_w));
+          const Schedule s = zb(name, p, m, costs);
+          EXPECT_NO_THROW(s.validate());
+          EXPECT_NO_THROW(OpGraph(s, costs).check_acyclic());
+          EXPECT_LE(run(s, costs).peak_activation_memory, stages * p * 1.0 + 1e-9);
+        }
+      }
+    }
+  }
+}
+
 TEST(ZbAuto, MoreMemoryLowersTheBubbleUntilThePlateau) {
   // The paper's Figure 7 shape: from p M_B to 2p M_B the bubble falls; beyond the plateau
   // (§4: ((p-1)(T_B + 2T_comm) + p T_F) / T_F M_B, about 2p here) it stays flat.
