@@ -15,8 +15,9 @@
 // least as long as a W, a shorter gap when leaving it idle would give this stage the most idle
 // time so far (a choice), and whenever an F would not fit in memory. Remaining W run at the
 // end. Where M_W > M_B a B allocates too: it waits for room (a pending W makes it), and an F
-// is admitted only with room for one such B after it. The warm-up estimate takes a stage's first B to start when its input arrives, or (a
-// choice) also not before the stage's own warm-up forwards are done. The search runs
+// is admitted only with room for one such B after it. The warm-up estimate takes a stage's
+// first B to start when its input arrives, or (a choice) also not before the stage's own
+// warm-up forwards are done. The search runs
 // combinations of the yes/no choices in the order that most often wins,
 // each run cut short once a stage has idled longer than the best span so far allows; then
 // the best combination again with the small-gap W's held back where they would delay a B

@@ -8,6 +8,7 @@
 // So each input runs in milliseconds to a second. Bad input must be an exit status of 2 with
 // one line.
 #include <algorithm>
+#include <initializer_list>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -42,17 +43,19 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   flush();
   if (args.size() > 40) return 0;
-  // -s, --schedule or an abbreviation of it (Boost guesses unique prefixes); --no-improve or one.
-  const auto given = [&](const char* a, const char* b) {
+  // Whether an argument starts with one of `prefixes`: -s, --schedule or an abbreviation of it
+  // (Boost takes unique prefixes), --no-improve or one.
+  const auto given = [&](std::initializer_list<const char*> prefixes) {
     return std::any_of(args.begin() + 1, args.end(), [&](const std::string& w) {
-      return w.rfind(a, 0) == 0 || w.rfind(b, 0) == 0;
+      return std::any_of(prefixes.begin(), prefixes.end(),
+                         [&](const char* prefix) { return w.rfind(prefix, 0) == 0; });
     });
   };
-  if (args[0] == "compare" && !given("-s", "--sc")) {
+  if (args[0] == "compare" && !given({"-s", "--sc"})) {
     args.push_back("-s");
     args.push_back("1f1b,zb-h1,zb-2p");
   }
-  if (!given("--no", "--no-")) args.push_back("--no-improve");
+  if (!given({"--no"})) args.push_back("--no-improve");
   args.push_back("--max-memory");
   args.push_back("0.05");
   std::ostringstream out, err;
