@@ -5,16 +5,20 @@
 
 namespace bubblesim::sim {
 
+double activation_peak(const std::vector<Op>& ops, int device, const CostModel& costs) {
+  double held = 0;
+  double peak = 0;
+  for (const Op& op : ops) {
+    held += costs.activation_delta(op, device);
+    peak = std::max(peak, held);
+  }
+  return peak;
+}
+
 std::vector<double> activation_peaks(const Schedule& schedule, const CostModel& costs) {
   std::vector<double> peaks;
   for (int d = 0; d < schedule.num_devices(); ++d) {
-    double held = 0;
-    double peak = 0;
-    for (const Op& op : schedule.device_ops[static_cast<std::size_t>(d)]) {
-      held += costs.activation_delta(op, d);
-      peak = std::max(peak, held);
-    }
-    peaks.push_back(peak);
+    peaks.push_back(activation_peak(schedule.device_ops[static_cast<std::size_t>(d)], d, costs));
   }
   return peaks;
 }

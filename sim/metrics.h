@@ -33,6 +33,9 @@ struct Metrics {
 // backward's release (the pair holds both while it runs).
 std::vector<double> activation_peaks(const Schedule& schedule, const CostModel& costs);
 
+// The same for one device's ops (`ops` in its order, run on `device`).
+double activation_peak(const std::vector<Op>& ops, int device, const CostModel& costs);
+
 // Precondition: `timeline` is the result of running `schedule` (same shape).
 Metrics compute_metrics(const Schedule& schedule, const Timeline& timeline, const CostModel& costs);
 

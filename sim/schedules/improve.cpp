@@ -8,6 +8,7 @@
 
 #include "sim/device_events.h"
 #include "sim/engine.h"
+#include "sim/metrics.h"
 #include "sim/op_graph.h"
 #include "sim/schedules/justify.h"
 
@@ -187,13 +188,12 @@ class Improver {
       e.span_ns.push_back(span);
       e.score.max_span_ns = std::max(e.score.max_span_ns, span);
       e.score.sum_span_ns += span;
-      double held = 0;
       for (std::size_t i = 0; i < ops.size(); ++i) {
-        const Op& op = schedule.device_ops[d][i];
-        if (op.kind != OpKind::W) e.score.sum_feeding_end_ns += ops[i].end_ns;
-        held += costs_.activation_delta(op, static_cast<int>(d));
-        e.peak = std::max(e.peak, held);
+        if (schedule.device_ops[d][i].kind != OpKind::W)
+          e.score.sum_feeding_end_ns += ops[i].end_ns;
       }
+      e.peak =
+          std::max(e.peak, activation_peak(schedule.device_ops[d], static_cast<int>(d), costs_));
     }
     return e;
   }
@@ -226,14 +226,9 @@ class Improver {
   }
 
   bool within_limit(const std::vector<Op>& ops, int device) const {
-    if (limits_.memory_limit.empty()) return true;
-    double held = 0;
-    const double limit = limits_.memory_limit[static_cast<std::size_t>(device)] + 1e-9;
-    for (const Op& o : ops) {
-      held += costs_.activation_delta(o, device);
-      if (held > limit) return false;
-    }
-    return true;
+    return limits_.memory_limit.empty() ||
+           activation_peak(ops, device, costs_) <=
+               limits_.memory_limit[static_cast<std::size_t>(device)] + 1e-9;
   }
 
   // Where each op is: its device and position.
