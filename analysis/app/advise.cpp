@@ -46,6 +46,7 @@ ScenarioSettings candidate_settings(const AdviseCandidate& c, const AdviseSearch
   s.microbatches = c.microbatches;
   s.chunks = c.chunks;
   s.op_overhead = hw.overheads;
+  s.no_improve = !search.improve;
   s.p2p = hw.p2p;
   const std::vector<models::StageEstimate> stages = models::estimate_stages(*s.transformer, c.pp);
   std::vector<double> comm_ms;

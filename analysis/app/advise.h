@@ -50,6 +50,9 @@ struct AdviseSearch {
   std::vector<int> microbatch_sizes;   // b candidates
   std::vector<int> chunks;             // v candidates, for schedules that take -v
   std::vector<std::string> schedules;  // names; empty for every registered schedule
+  // false: the generators' schedules without the schedule improver (sim/schedules/improve.h),
+  // about twice as fast a search; a candidate's iteration time can only be longer.
+  bool improve = true;
 };
 
 enum class AdviseOutcome { kFits, kOutOfMemory, kNotApplicable };
