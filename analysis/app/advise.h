@@ -51,7 +51,8 @@ struct AdviseSearch {
   std::vector<int> chunks;             // v candidates, for schedules that take -v
   std::vector<std::string> schedules;  // names; empty for every registered schedule
   // false: the generators' schedules without the schedule improver (sim/schedules/improve.h),
-  // about twice as fast a search; a candidate's iteration time can only be longer.
+  // about twice as fast a search; a candidate's largest device span can only be longer (the
+  // improver never lengthens it).
   bool improve = true;
 };
 
