@@ -66,7 +66,8 @@ class Run {
     }
   }
 
-  Timeline run() {
+  // Nothing when the devices stall before every op ran (a dependency cycle).
+  std::optional<Timeline> run() {
     if constexpr (kWatched) {
       for (std::size_t d = 0; d < devices_.size(); ++d)
         schedule_next(d, 0);
@@ -97,7 +98,7 @@ class Run {
         run_ahead(d);
       }
     }
-    if (finished_ != s_.num_ops()) report_deadlock();
+    if (finished_ != s_.num_ops()) return std::nullopt;
     return std::move(timeline_);
   }
 
@@ -379,11 +380,6 @@ class Run {
     return static_cast<std::size_t>(dev.next - dev.first);
   }
 
-  [[noreturn]] void report_deadlock() const {
-    OpGraph(s_, costs_).check_acyclic();
-    BUBBLESIM_CHECK(false, "the engine stalled on a schedule whose graph has no cycle");
-  }
-
   const Schedule& s_;
   const CostModel& costs_;
   const std::vector<EngineObserver*>& observers_;
@@ -412,6 +408,12 @@ Timeline Engine::run() {
 }
 
 Timeline Engine::run_validated() {
+  if (std::optional<Timeline> timeline = try_run_validated()) return std::move(*timeline);
+  OpGraph(schedule_, costs_).check_acyclic();  // throws DeadlockError naming the cycle
+  BUBBLESIM_CHECK(false, "the engine stalled on a schedule whose graph has no cycle");
+}
+
+std::optional<Timeline> Engine::try_run_validated() {
   if (network_ != nullptr) {
     if (input_rule_ != InputRule::All) {
       throw InvalidArgument("the paper's evaluator rule cannot time transfers over a network");
@@ -421,7 +423,11 @@ Timeline Engine::run_validated() {
                          "blocking transfers cannot be timed over a network (give per-hop "
                          "transfer times instead of a cluster)");
     }
-    return run_with_network(schedule_, costs_, *network_, observers_);
+    try {
+      return run_with_network(schedule_, costs_, *network_, observers_);
+    } catch (const DeadlockError&) {
+      return std::nullopt;
+    }
   }
   const bool plain =
       schedule_.routes.empty() &&

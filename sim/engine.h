@@ -22,6 +22,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <algorithm>
 #include <vector>
 
@@ -158,6 +159,10 @@ class Engine {
   // within their devices (pairs and routes unchanged): skips Schedule::validate. A reordering
   // that deadlocks still throws DeadlockError.
   Timeline run_validated();
+  // As run_validated(), but a reordering that deadlocks gives nothing instead of throwing:
+  // no dependency graph is built to name the cycle, which for a search that tries many
+  // orders (the improver) cost more than the runs themselves.
+  std::optional<Timeline> try_run_validated();
 
  private:
   const Schedule& schedule_;

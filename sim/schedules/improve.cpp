@@ -177,11 +177,9 @@ class Improver {
     ++runs_;
     spent_ += ops_;
     Evaluation e;
-    try {
-      e.timeline = Engine(schedule, costs_).run_validated();
-    } catch (const DeadlockError&) {
-      return std::nullopt;
-    }
+    std::optional<Timeline> timeline = Engine(schedule, costs_).try_run_validated();
+    if (!timeline) return std::nullopt;
+    e.timeline = std::move(*timeline);
     for (std::size_t d = 0; d < e.timeline.device_ops.size(); ++d) {
       const auto& ops = e.timeline.device_ops[d];
       const TimeNs span = e.timeline.span_ns(d);
