@@ -69,8 +69,9 @@ TEST(AdviseCli, ClusterStandsForItsSlowestGpuAndItsLinkBetweenNodes) {
 }
 
 TEST(AdviseCli, TinyBudgetReportsEverythingOutOfMemoryWithStatus2) {
-  const auto r = run_cli(
-      {"advise", "--model", kModel, "--gpus", "8", "--mem-budget-gb", "1", "--progress", "none"});
+  // A small search (4 GPUs, 16 samples): the error path, not the search, is under test.
+  const auto r = run_cli({"advise", "--model", kModel, "--gpus", "4", "--global-batch", "16",
+                          "--mem-budget-gb", "1", "--progress", "none"});
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.out.find(" 0 fit in 1.00 GB per GPU"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("top "), std::string::npos) << r.out;
