@@ -20,10 +20,10 @@
 // identical (the tests check it).
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
-#include <algorithm>
 #include <vector>
 
 #include "sim/cost_model.h"
@@ -51,7 +51,8 @@ struct Timeline {
   // The largest device span: the zero-bubble paper's cost.
   TimeNs max_span_ns() const {
     TimeNs span = 0;
-    for (std::size_t d = 0; d < device_ops.size(); ++d) span = std::max(span, span_ns(d));
+    for (std::size_t d = 0; d < device_ops.size(); ++d)
+      span = std::max(span, span_ns(d));
     return span;
   }
 };

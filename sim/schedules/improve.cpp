@@ -339,13 +339,16 @@ class Improver {
 }  // namespace
 
 std::size_t improve_budget_ops(std::size_t schedule_ops) {
-  constexpr std::size_t kMaxOps = 2'000'000;
-  constexpr std::size_t kMaxRuns = 2'000;
+  constexpr std::size_t kMaxOps = 8'000'000;
+  constexpr std::size_t kMaxRuns = 8'000;
   constexpr std::size_t kImproveScale = 300'000'000;
-  constexpr std::size_t kImproveScale2 = 3'600'000'000'000;
+  constexpr std::size_t kImproveScale2 = 14'400'000'000'000;
   const std::size_t ops = std::max<std::size_t>(1, schedule_ops);
-  return std::min(
-      {kMaxOps, kMaxRuns * ops, std::max(kImproveScale / ops, kImproveScale2 / ops / ops)});
+  constexpr std::size_t kLargeOps = 12'000;
+  const std::size_t falling = ops > kLargeOps
+                                  ? kImproveScale / ops
+                                  : std::max(kImproveScale / ops, kImproveScale2 / ops / ops);
+  return std::min({kMaxOps, kMaxRuns * ops, falling});
 }
 
 ImproveResult improve_schedule(const Schedule& schedule, const CostModel& costs,

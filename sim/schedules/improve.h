@@ -48,12 +48,15 @@ struct ImproveResult {
 };
 
 // The default budget for a schedule of `schedule_ops` ops, as the generators use it: at most
-// 2M simulated ops and 2,000 engine runs; below that, kImproveScale2 / ops^2 up to 12,000
-// ops (the runs falling with the cube of the size: about 380k ops at 3,000, room for the
+// 8M simulated ops and 8,000 engine runs; below that, kImproveScale2 / ops^2 up to 12,000
+// ops (the runs falling with the cube of the size: about 1.6M ops at 3,000, room for the
 // iterated local search on mid-sized pipelines), then kImproveScale / ops (with the square),
 // so that large pipelines (p = 32, m = 128 of zb-auto; p = 32, m = 256 of zb-v) get a run or
 // none and keep their generation time. The cap on runs keeps tiny pipelines, whose every run
-// costs more per op, from spending the whole 2M (a sweep or `advise` generates many).
+// costs more per op, from spending the whole 8M (a sweep or `advise` generates many).
+// (A quarter of these below 12,000 ops until the deadlocking orders stopped costing a
+// dependency graph each, Engine::try_run_validated: the same time now buys about 4 times the
+// runs; docs/validation.md has what that gained.)
 std::size_t improve_budget_ops(std::size_t schedule_ops);
 
 // Precondition: `schedule` is valid (Schedule::validate) and runs without deadlock with
