@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <random>
 
 #include "sim/op_graph.h"
@@ -188,9 +189,14 @@ TEST(Engine, MatchesLongestPathWithRoutesAndOverlappedPairs) {
     if (!graph.find_cycle().empty()) {
       ++deadlocked;
       EXPECT_THROW(Engine(s, costs).run(), DeadlockError) << "trial " << trial;
+      // The searches' variant says so without naming the cycle.
+      EXPECT_FALSE(Engine(s, costs).try_run_validated().has_value()) << "trial " << trial;
       continue;
     }
     ++acyclic;
+    const std::optional<Timeline> tried = Engine(s, costs).try_run_validated();
+    ASSERT_TRUE(tried.has_value()) << "trial " << trial;
+    EXPECT_EQ(tried->max_span_ns(), Engine(s, costs).run().max_span_ns()) << "trial " << trial;
     ASSERT_NO_FATAL_FAILURE(expect_engine_is_longest_path(s, costs, graph, trial));
     ASSERT_NO_FATAL_FAILURE(expect_engine_is_longest_path(
         s, costs, OpGraph(s, costs, P2pMode::Blocking), trial, P2pMode::Blocking));
