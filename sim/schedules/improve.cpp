@@ -20,11 +20,11 @@ namespace {
 // times of the ops that feed others (F, B, BW; a W feeds nothing). The last breaks the ties
 // of moves that do not shorten a span yet but finish an input sooner (ZB-H1's B before the W
 // it used to wait behind): a later move may then close a gap it opened.
-struct Score {
+struct OrderScore {
   TimeNs max_span_ns = 0;
   TimeNs sum_span_ns = 0;
   TimeNs sum_feeding_end_ns = 0;
-  bool better_than(const Score& other) const {
+  bool better_than(const OrderScore& other) const {
     if (max_span_ns != other.max_span_ns) return max_span_ns < other.max_span_ns;
     if (sum_span_ns != other.sum_span_ns) return sum_span_ns < other.sum_span_ns;
     return sum_feeding_end_ns < other.sum_feeding_end_ns;
@@ -32,7 +32,7 @@ struct Score {
 };
 
 struct Evaluation {
-  Score score;
+  OrderScore score;
   double peak = 0;  // the largest activation memory of any device
   Timeline timeline;
   std::vector<TimeNs> span_ns;  // per device

@@ -19,7 +19,7 @@ namespace bubblesim::sim {
 namespace {
 
 // The yes/no choices of the greedy (zb_auto.h).
-struct Choices {
+struct ZbChoices {
   bool idle_before_first_b = false;  // warm-up: the F that end before the first B arrives,
                                      // rather than one more that covers the wait
   bool backward_first = true;        // a ready B goes before a ready F
@@ -45,7 +45,7 @@ struct Built {
 // starts its first F as soon as it can, within the limit, and at least one more than the next
 // stage (as far as the limit allows).
 std::vector<int> warmup_forwards(int m, const std::vector<StageCosts>& c,
-                                 const std::vector<double>& limit, Choices choices) {
+                                 const std::vector<double>& limit, ZbChoices choices) {
   const int p = static_cast<int>(c.size());
   std::vector<TimeNs> first_f(c.size(), 0);
   for (std::size_t s = 1; s < c.size(); ++s)
@@ -84,7 +84,7 @@ std::vector<int> warmup_forwards(int m, const std::vector<StageCosts>& c,
 class LinearGreedy {
  public:
   LinearGreedy(int m, const std::vector<StageCosts>& costs, const std::vector<double>& limit,
-               Choices choices)
+               ZbChoices choices)
       : p_(static_cast<int>(costs.size())),
         m_(m),
         c_(costs),
@@ -279,7 +279,7 @@ class LinearGreedy {
   int p_, m_;
   const std::vector<StageCosts>& c_;
   const std::vector<double>& limit_;
-  Choices choices_;
+  ZbChoices choices_;
   std::vector<int> cap_;                   // per stage: warm-up forwards
   std::vector<TimeNs> f_ready_, b_ready_;  // per (stage, mb): when the input is there
   std::vector<Stage> stages_;
@@ -359,11 +359,11 @@ std::vector<Built> zb_candidates(int p, int m, const CostModel& costs,
   }();
   const std::size_t budget_runs = kPlacementScale / num_ops / num_ops;
   const std::size_t runs = std::clamp<std::size_t>(budget_runs, kMinRuns, std::size(kOrder));
-  Choices best{};
+  ZbChoices best{};
   for (std::size_t r = 0; r < runs; ++r) {
     const int bits = kOrder[r];
-    const Choices choices{(bits & 1) != 0, (bits & 2) == 0,  (bits & 4) == 0,
-                          (bits & 8) == 0, (bits & 16) != 0, (bits & 32) != 0};
+    const ZbChoices choices{(bits & 1) != 0, (bits & 2) == 0,  (bits & 4) == 0,
+                            (bits & 8) == 0, (bits & 16) != 0, (bits & 32) != 0};
     const TimeNs before_ns = best_ns;
     consider(LinearGreedy(m, c, limit, choices).run(every_run ? kNever : best_ns));
     if (best_ns < before_ns) best = choices;
@@ -376,7 +376,7 @@ std::vector<Built> zb_candidates(int p, int m, const CostModel& costs,
     const std::size_t sweep =
         std::min<std::size_t>(std::size(kAbsorbs), std::max<std::size_t>(budget_runs, 1) - 1);
     for (std::size_t r = 0; r < sweep; ++r) {
-      Choices choices = best;
+      ZbChoices choices = best;
       choices.absorb = kAbsorbs[r];
       consider(LinearGreedy(m, c, limit, choices).run(every_run ? kNever : best_ns));
     }

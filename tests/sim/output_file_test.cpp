@@ -16,7 +16,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-class OutputFileTest : public testing::TempDirTest {
+class OutputFileTest : public bubblesim::testing::TempDirTest {
  protected:
   std::string read(const std::string& name) const {
     std::ifstream in(path(name));

@@ -23,7 +23,7 @@ ScheduleFile lowered_file(const sim::Schedule& schedule) {
   return parse_schedule_file(in, "lowered.csv");
 }
 
-ScheduleFile parse(const std::string& text) {
+ScheduleFile parse_file(const std::string& text) {
   std::istringstream in(text);
   return parse_schedule_file(in, "test.csv");
 }
@@ -62,7 +62,7 @@ const auto kCosts = sim::PerDeviceCostModel::uniform(
     {sim::ms_to_ns(1), sim::ms_to_ns(1), sim::ms_to_ns(1), sim::ms_to_ns(0.5), 1, 0.5}, 2);
 
 TEST(LoweredTiming, MemoryActionsHoldTheStream) {
-  const ScheduleFile file = parse(
+  const ScheduleFile file = parse_file(
       "0UNSHARD,0F0,0SEND_F0,0F1,0SEND_F1,0RECV_B0,0B0,0RECV_B1,0B1,0REDUCE_GRAD,0RESHARD\n"
       "1UNSHARD,1RECV_F0,1F0,1RECV_F1,1F1,1B0,1SEND_B0,1B1,1SEND_B1,1REDUCE_GRAD,1RESHARD\n");
   // UNSHARD 0.25 ms first: rank 0's F0 0.25-1.25, F1 1.25-2.25; rank 1's F0 1.75-2.75, F1
@@ -80,7 +80,7 @@ TEST(LoweredTiming, MemoryActionsHoldTheStream) {
 
 TEST(LoweredTiming, ALateSendDelaysItsTransfer) {
   // Rank 0 sends F0's output only after F1: it arrives at 2 + 0.5 ms, not 1.5.
-  const ScheduleFile file = parse(
+  const ScheduleFile file = parse_file(
       "0F0,0F1,0SEND_F0,0SEND_F1,0RECV_B0,0B0,0RECV_B1,0B1\n"
       "1RECV_F0,1F0,1RECV_F1,1F1,1B0,1SEND_B0,1B1,1SEND_B1\n");
   sim::Timeline t = simulate_lowered(file, kCosts, sim::P2pMode::Async);
@@ -95,7 +95,7 @@ TEST(LoweredTiming, ALateSendDelaysItsTransfer) {
 TEST(LoweredTiming, ABlockingOrderThatDeadlocksNamesWhereEachRankWaits) {
   // Rank 0 waits to receive B0's gradient before it sends F1, which rank 1 needs before B0.
   // Asynchronous transfers only order: that runs.
-  const ScheduleFile file = parse(
+  const ScheduleFile file = parse_file(
       "0F0,0SEND_F0,0RECV_B0,0F1,0SEND_F1,0B0,0RECV_B1,0B1\n"
       "1RECV_F0,1F0,1RECV_F1,1F1,1B0,1SEND_B0,1B1,1SEND_B1\n");
   EXPECT_NO_THROW(simulate_lowered(file, kCosts, sim::P2pMode::Async));

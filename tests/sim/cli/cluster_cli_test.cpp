@@ -15,7 +15,7 @@ namespace {
 using testing::parse_json;
 using testing::run_cli;
 
-const std::string kModel = BUBBLESIM_SOURCE_DIR "/models/examples/gpt-1.5b.yaml";
+const std::string kGpt15b = BUBBLESIM_SOURCE_DIR "/models/examples/gpt-1.5b.yaml";
 const std::string kPaper = BUBBLESIM_SOURCE_DIR "/models/examples/a100-4x8-roce.yaml";
 
 std::string write_cluster(const std::string& name, const std::string& text) {
@@ -55,7 +55,7 @@ TEST(ClusterCli, AHalfSpeedDeviceIsTheBottleneckAndZbAutoBeats1F1B) {
                     "links:\n  intra_node: {type: nvlink, bandwidth_gb_per_s: 300, latency_us: 3}\n"
                     "  inter_node: {type: infiniband, bandwidth_gb_per_s: 50, latency_us: 5}\n"
                     "devices:\n  - {device: 2, speed_factor: 0.5}\n");
-  const auto out = run_cli({"compare", "-s", "1f1b,zb-auto", "--model", kModel, "--f", "18.522",
+  const auto out = run_cli({"compare", "-s", "1f1b,zb-auto", "--model", kGpt15b, "--f", "18.522",
                             "--b", "18.086", "--w", "9.337", "--cluster", cluster, "--json"});
   ASSERT_EQ(out.status, 0) << out.err;
   const auto runs = parse_json(out.out);
@@ -87,7 +87,7 @@ TEST(ClusterCli, PostValidationGainsWhatTheReferenceMeasured) {
   double throughput[2];
   int i = 0;
   for (const std::string sync : {"allreduce", "post-validation"}) {
-    const auto out = run_cli({"simulate", "-s", "zb-2p", "--model", kModel, "--f", "18.522", "--b",
+    const auto out = run_cli({"simulate", "-s", "zb-2p", "--model", kGpt15b, "--f", "18.522", "--b",
                               "18.086", "--w", "9.337", "--optimizer-sync", sync, "--json"});
     ASSERT_EQ(out.status, 0) << out.err;
     throughput[i++] = number(parse_json(out.out), "samples_per_gpu_per_s");
@@ -98,9 +98,9 @@ TEST(ClusterCli, PostValidationGainsWhatTheReferenceMeasured) {
 
 TEST(ClusterCli, DataParallelAllReduceAndMemoryFields) {
   const auto one =
-      run_cli({"simulate", "-s", "1f1b", "--model", kModel, "--cluster", kPaper, "--json"});
+      run_cli({"simulate", "-s", "1f1b", "--model", kGpt15b, "--cluster", kPaper, "--json"});
   const auto four = run_cli(
-      {"simulate", "-s", "1f1b", "--model", kModel, "--cluster", kPaper, "--dp", "4", "--json"});
+      {"simulate", "-s", "1f1b", "--model", kGpt15b, "--cluster", kPaper, "--dp", "4", "--json"});
   ASSERT_EQ(one.status, 0) << one.err;
   ASSERT_EQ(four.status, 0) << four.err;
   const auto a = parse_json(one.out), b = parse_json(four.out);
@@ -126,7 +126,7 @@ TEST(ClusterCli, DataParallelAllReduceAndMemoryFields) {
 TEST(ClusterCli, ResultsFileKeepsTheSummaryFieldsOfTheJson) {
   const std::string out = bubblesim::testing::temp_path("cluster_fields.h5");
   std::remove(out.c_str());
-  const auto run = run_cli({"simulate", "-s", "zb-h1", "--model", kModel, "--cluster", kPaper,
+  const auto run = run_cli({"simulate", "-s", "zb-h1", "--model", kGpt15b, "--cluster", kPaper,
                             "--dp", "2", "--optimizer-sync", "allreduce", "--json", "--out", out});
   ASSERT_EQ(run.status, 0) << run.err;
   const auto json = parse_json(run.out);
@@ -161,7 +161,7 @@ TEST(ClusterCli, OutOfMemoryNamesTheDeviceAndTheBytesOver) {
                     "links:\n  intra_node: {type: nvlink, bandwidth_gb_per_s: 300, latency_us: 3}\n"
                     "  inter_node: {type: roce, bandwidth_gb_per_s: 25, latency_us: 10}\n");
   const auto out =
-      run_cli({"simulate", "-s", "zb-2p", "--model", kModel, "--cluster", cluster, "--json"});
+      run_cli({"simulate", "-s", "zb-2p", "--model", kGpt15b, "--cluster", cluster, "--json"});
   ASSERT_EQ(out.status, 0) << out.err;
   const auto doc = parse_json(out.out);
   EXPECT_TRUE(doc["oom"].GetBool());
@@ -178,7 +178,7 @@ TEST(ClusterCli, BadClusterInputsAreOneLineErrors) {
   EXPECT_EQ(missing.status, 2);
   EXPECT_NE(missing.err.find("give comm-bytes or model"), std::string::npos) << missing.err;
   const auto too_many =
-      run_cli({"simulate", "-s", "1f1b", "--model", kModel, "--cluster", kPaper, "--dp", "5"});
+      run_cli({"simulate", "-s", "1f1b", "--model", kGpt15b, "--cluster", kPaper, "--dp", "5"});
   EXPECT_EQ(too_many.status, 2);
   EXPECT_NE(too_many.err.find("a100-4x8-roce.yaml: line 13: key 'placement': 5 replica(s) of 8 "
                               "pipeline devices need 40 devices, but the cluster has 32"),
