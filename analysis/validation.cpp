@@ -5,7 +5,12 @@
 #include <fstream>
 #include <limits>
 #include <map>
+#include <mutex>
 #include <sstream>
+
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
 
 #include "sim/cost_model.h"
 #include "sim/error.h"
@@ -207,7 +212,7 @@ ValidationRow run_input(const Input& in, const sim::ScheduleRegistry& registry, 
 
 std::vector<ValidationRow> run_reference_sets(
     const std::filesystem::path& dir, const sim::ScheduleRegistry& registry,
-    const std::function<void(std::size_t, std::size_t)>& progress, bool improve) {
+    const std::function<void(std::size_t, std::size_t)>& progress, bool improve, int jobs) {
   std::vector<Input> inputs;
   for_each_row(dir / "zb_auto_visible.csv",
                [&](const CsvRow& row) { inputs.push_back(zb_auto_input(row)); });
@@ -222,11 +227,22 @@ std::vector<ValidationRow> run_reference_sets(
     // M_B = M_W = 2 per whole stage: the peak reads in chunk units, as the file's.
     inputs.push_back(v_input(row, family, "", 2, 2, "max_stage_span"));
   });
-  std::vector<ValidationRow> rows;
-  for (const Input& in : inputs) {
-    rows.push_back(run_input(in, registry, improve));
-    if (progress) progress(rows.size(), inputs.size());
-  }
+  std::vector<ValidationRow> rows(inputs.size());
+  std::mutex progress_mutex;
+  std::size_t done = 0;
+  tbb::task_arena arena(jobs == 0 ? tbb::task_arena::automatic : jobs);
+  arena.execute([&] {
+    // One row a task: rows differ in cost by a thousand times.
+    tbb::parallel_for(tbb::blocked_range<std::size_t>(0, inputs.size(), 1),
+                      [&](const tbb::blocked_range<std::size_t>& range) {
+                        for (std::size_t k = range.begin(); k != range.end(); ++k) {
+                          rows[k] = run_input(inputs[k], registry, improve);
+                          const std::lock_guard<std::mutex> lock(progress_mutex);
+                          ++done;
+                          if (progress) progress(done, inputs.size());
+                        }
+                      });
+  });
   return rows;
 }
 

@@ -45,13 +45,16 @@ struct FamilySummary {
   int found_where_reference_failed = 0;   // of those, rows bubblesim scheduled
 };
 
-// Runs every row of the three files in `dir` with the generators of `registry`, in file
-// order, with the schedule improver or without (`improve`, ScheduleParams::improve).
-// `progress` (may be empty) is called after each row with (done, total). Throws InputError
-// naming the file and line for a malformed file or a missing one.
+// Runs every row of the three files in `dir` with the generators of `registry`, with the
+// schedule improver or without (`improve`, ScheduleParams::improve), `jobs` rows at once
+// (0: all cores). The rows come back in file order and do not depend on `jobs` (the
+// generators' budgets count simulated ops, not time). `progress` (may be empty) is called
+// after each row with (done, total), one call at a time. Throws InputError naming the file
+// and line for a malformed file or a missing one, before any row runs.
 std::vector<ValidationRow> run_reference_sets(
     const std::filesystem::path& dir, const sim::ScheduleRegistry& registry,
-    const std::function<void(std::size_t, std::size_t)>& progress = {}, bool improve = true);
+    const std::function<void(std::size_t, std::size_t)>& progress = {}, bool improve = true,
+    int jobs = 0);
 
 // One summary per family, in the order the families first appear in `rows`.
 std::vector<FamilySummary> summarize(const std::vector<ValidationRow>& rows);

@@ -321,11 +321,7 @@ std::optional<AdviseSetup> prepare_advise(const std::vector<std::string>& args, 
   search.improve = !vm["no-improve"].as<bool>();
   const int top = setup.top = vm["top"].as<int>();
   if (top < 1) throw InvalidArgument("option --top: expected at least 1");
-  const int jobs = setup.jobs = vm["jobs"].as<int>();
-  if (jobs < 0 || jobs > 4096) {
-    throw InvalidArgument("option -j/--jobs: expected 0 (all cores) to 4096, got " +
-                          std::to_string(jobs));
-  }
+  setup.jobs = read_jobs(vm);
   setup.mode = progress_mode(vm["progress"].as<std::string>(), err);
   setup.rank_timeout_s = vm["rank-timeout"].as<double>();
   if (!(setup.rank_timeout_s > 0)) {

@@ -187,6 +187,15 @@ RunInputs read_run_inputs(const po::variables_map& vm, const sim::Schedule* from
   return in;
 }
 
+int read_jobs(const po::variables_map& vm) {
+  const int jobs = vm["jobs"].as<int>();
+  if (jobs < 0 || jobs > 4096) {
+    throw InvalidArgument("option -j/--jobs: expected 0 (all cores) to 4096, got " +
+                          std::to_string(jobs));
+  }
+  return jobs;
+}
+
 std::vector<double> parse_sweep(const std::string& option, const std::string& text) {
   std::vector<double> parts;
   std::string_view rest = text;

@@ -63,6 +63,10 @@ using app::params_for;
 using app::parse_op_overheads;
 using app::parse_p2p;
 
+// The value of -j/--jobs (sweep, advise, validate): 0 for all cores, else at most 4096; else
+// InvalidArgument naming the option.
+int read_jobs(const boost::program_options::variables_map& vm);
+
 // Parses "FROM:TO:STEP" (0 < FROM <= TO, STEP > 0, at most 1000 points): FROM, FROM + STEP,
 // ... up to TO.
 std::vector<double> parse_sweep(const std::string& option, const std::string& text);

@@ -319,11 +319,7 @@ std::optional<SweepSetup> prepare_sweep(const std::vector<std::string>& args, st
     throw InvalidArgument("option --out: give the HDF5 file that receives the table");
   }
   setup.out_path = vm["out"].as<std::string>();
-  setup.jobs = vm["jobs"].as<int>();
-  if (setup.jobs < 0 || setup.jobs > 4096) {
-    throw InvalidArgument("option -j/--jobs: expected 0 (all cores) to 4096, got " +
-                          std::to_string(setup.jobs));
-  }
+  setup.jobs = read_jobs(vm);
   if (vm.count("limit") != 0) {
     setup.limit = vm["limit"].as<long long>();
     if (*setup.limit < 0) throw InvalidArgument("option --limit: expected a count >= 0");

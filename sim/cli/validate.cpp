@@ -53,12 +53,14 @@ int cmd_validate(const std::vector<std::string>& args, std::ostream& out, std::o
      "folder with zb_auto_visible.csv, zbv_visible.csv and v_half_min_visible.csv")
     ("rows", "also list every row: bubblesim's cost, the reference's and their ratio")
     ("no-improve", "the generators' raw schedules, without the schedule improver")
+    ("jobs,j", po::value<int>()->default_value(0, "all cores"),
+     "rows run at once (the results do not depend on it)")
     ("progress", po::value<std::string>()->default_value("auto"),
      "on standard error: bar, lines, none, auto");
   // clang-format on
   po::variables_map vm;
   if (!parse_command(args, desc, vm, out,
-                     "usage: bubblesim validate [DIR] [--rows] [--no-improve]\n\n"
+                     "usage: bubblesim validate [DIR] [--rows] [--no-improve] [-j N]\n\n"
                      "Runs every row of the zero-bubble authors' reference sets (inputs and "
                      "the cost their own schedulers reached) with bubblesim's zb-auto, zb-v, "
                      "v-half and v-min, and prints per family how many rows bubblesim meets "
@@ -67,6 +69,7 @@ int cmd_validate(const std::vector<std::string>& args, std::ostream& out, std::o
                      "dir")) {
     return 0;
   }
+  const int jobs = read_jobs(vm);
   const sim::ScheduleRegistry registry = sim::builtin_schedules();
   std::unique_ptr<Progress> progress;
   const Progress::Mode mode = progress_mode(vm["progress"].as<std::string>(), err);
@@ -79,7 +82,7 @@ int cmd_validate(const std::vector<std::string>& args, std::ostream& out, std::o
         }
         progress->update(done, done == total);
       },
-      vm.count("no-improve") == 0);
+      vm.count("no-improve") == 0, jobs);
   if (vm.count("rows") != 0) write_rows(out, rows);
   write_summary(out, analysis::summarize(rows));
   return 0;

@@ -20,7 +20,7 @@ using bubblesim::testing::temp_path;
 const std::filesystem::path kReference = std::filesystem::path(BUBBLESIM_SHARED_DATA) / "reference";
 
 // A copy of the reference sets with every `stride`-th row of each file.
-[[maybe_unused]] std::filesystem::path sample_of_reference(int stride) {
+std::filesystem::path sample_of_reference(int stride) {
   const std::filesystem::path dir = temp_path("reference_sample");
   std::filesystem::create_directories(dir);
   for (const char* name : {"zb_auto_visible.csv", "zbv_visible.csv", "v_half_min_visible.csv"}) {
@@ -105,6 +105,35 @@ TEST(ReferenceSets, EveryRowValidWithinItsLimitAndCloseToTheAuthors) {
     EXPECT_LE(it->mean_ratio, bound.mean);
     EXPECT_LE(it->worst_ratio, bound.worst);
   }
+}
+
+// Rows run at once come back in file order and the same as one at a time (the searches'
+// budgets count simulated ops, not time), with one progress call a row, counting up.
+TEST(ReferenceSets, RowsDoNotDependOnHowManyRunAtOnce) {
+  const sim::ScheduleRegistry registry = sim::builtin_schedules();
+  const std::filesystem::path sample = sample_of_reference(24);
+  const std::vector<ValidationRow> serial = run_reference_sets(sample, registry, {}, true, 1);
+  std::vector<std::size_t> calls;
+  const std::vector<ValidationRow> parallel = run_reference_sets(
+      sample, registry,
+      [&](std::size_t done, std::size_t total) {
+        calls.push_back(done);
+        EXPECT_EQ(total, serial.size());
+      },
+      true, 3);
+  ASSERT_EQ(serial.size(), 5u + 4u + 3u);
+  ASSERT_EQ(parallel.size(), serial.size());
+  for (std::size_t k = 0; k < serial.size(); ++k) {
+    SCOPED_TRACE(k);
+    EXPECT_EQ(parallel[k].family, serial[k].family);
+    EXPECT_EQ(parallel[k].line, serial[k].line);
+    EXPECT_EQ(parallel[k].cost, serial[k].cost);
+    EXPECT_EQ(parallel[k].peak_activation, serial[k].peak_activation);
+  }
+  EXPECT_LT(serial[0].line, serial[1].line);  // file order
+  ASSERT_EQ(calls.size(), serial.size());
+  for (std::size_t k = 0; k < calls.size(); ++k)
+    EXPECT_EQ(calls[k], k + 1);
 }
 
 TEST(ReferenceSetFiles, ErrorsNameTheFileAndLine) {

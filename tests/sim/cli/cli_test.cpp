@@ -7,6 +7,7 @@
 #include <rapidjson/document.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -583,6 +584,87 @@ TEST(Cli, OutRefusesClashesAndForeignFilesWithOneLine) {
 int exit_status(const std::string& command) {
   const int raw = std::system(command.c_str());
   return WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+}
+
+// `validate` on a copy of the reference sets cut to their first rows at p <= 4 (one per
+// schedule): the summary has one row per family, the listing the file's lines and reference
+// costs, and the output does not depend on -j.
+TEST(Cli, ValidateListsTheRowsAndOneSummaryLinePerFamilyWhateverTheJobs) {
+  const std::filesystem::path reference =
+      std::filesystem::path(BUBBLESIM_SHARED_DATA) / "reference";
+  const std::filesystem::path dir = bubblesim::testing::temp_path("validate_small");
+  std::filesystem::create_directories(dir);
+  std::vector<std::string> first_lines;  // "family line reference-cost" of each row kept
+  for (const char* name : {"zb_auto_visible.csv", "zbv_visible.csv", "v_half_min_visible.csv"}) {
+    std::ifstream in(reference / name);
+    std::ofstream out(dir / name);
+    std::string line;
+    std::getline(in, line);
+    out << line << '\n';
+    // The reference cost's column: ref_cost, or V-Half/V-Min's max_stage_span.
+    const std::size_t cost_column = [&] {
+      std::stringstream split(line);
+      std::size_t k = 0;
+      for (std::string cell; std::getline(split, cell, ','); ++k) {
+        if (!cell.empty() && cell.back() == '\r') cell.pop_back();  // the files end lines CRLF
+        if (cell == "ref_cost" || cell == "max_stage_span") return k;
+      }
+      return k;
+    }();
+    std::vector<std::string> kinds;
+    while (std::getline(in, line)) {
+      std::vector<std::string> cells;
+      std::stringstream split(line);
+      for (std::string cell; std::getline(split, cell, ',');)
+        cells.push_back(cell);
+      if (std::stoi(cells[1]) > 4 || std::count(kinds.begin(), kinds.end(), cells[0]) != 0) {
+        continue;
+      }
+      kinds.push_back(cells[0]);
+      out << line << '\n';
+      // Its line in the copy: after the header and the rows kept before it.
+      first_lines.push_back(cells[0] + " " + std::to_string(kinds.size() + 1) + " " +
+                            std::to_string(std::lround(std::stod(cells.at(cost_column)))));
+    }
+  }
+  ASSERT_EQ(first_lines.size(), 4u);
+
+  const Outcome one =
+      run_cli({"validate", dir.string(), "--rows", "-j", "1", "--progress", "none"});
+  const Outcome many =
+      run_cli({"validate", dir.string(), "--rows", "-j", "3", "--progress", "none"});
+  ASSERT_EQ(one.status, 0) << one.err;
+  EXPECT_EQ(many.out, one.out);
+  // The listing: family, line, p, m, cost, reference, ratio, peak.
+  std::istringstream text(one.out);
+  std::string line;
+  std::getline(text, line);
+  for (const std::string& expected : first_lines) {
+    ASSERT_TRUE(std::getline(text, line));
+    std::istringstream cells(line);
+    std::string family, number, p, m, cost, reference_cost;
+    cells >> family >> number >> p >> m >> cost >> reference_cost;
+    EXPECT_EQ(family + " " + number + " " + reference_cost, expected);
+  }
+  // The summary: one line per family, each of one row.
+  int families = 0;
+  while (std::getline(text, line)) {
+    std::istringstream cells(line);
+    std::string family;
+    int rows = 0;
+    if (cells >> family >> rows && family != "family") {
+      ++families;
+      EXPECT_EQ(rows, 1) << line;
+    }
+  }
+  EXPECT_EQ(families, 4);
+
+  const Outcome bad = run_cli({"validate", dir.string(), "-j", "-1"});
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_NE(bad.err.find("option -j/--jobs: expected 0 (all cores) to 4096, got -1"),
+            std::string::npos)
+      << bad.err;
+  std::filesystem::remove_all(dir);
 }
 
 TEST(Cli, ExecutableExitsWithTwoOnBadInput) {
