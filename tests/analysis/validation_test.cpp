@@ -134,6 +134,7 @@ TEST(ReferenceSets, RowsDoNotDependOnHowManyRunAtOnce) {
   ASSERT_EQ(calls.size(), serial.size());
   for (std::size_t k = 0; k < calls.size(); ++k)
     EXPECT_EQ(calls[k], k + 1);
+  std::filesystem::remove_all(sample);
 }
 
 TEST(ReferenceSetFiles, ErrorsNameTheFileAndLine) {
