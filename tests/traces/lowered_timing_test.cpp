@@ -6,11 +6,7 @@
 
 #include <sstream>
 
-#include "sim/schedules/dual_pipe.h"
-#include "sim/schedules/handcrafted.h"
-#include "sim/schedules/interleaved.h"
-#include "sim/schedules/v_shape.h"
-#include "sim/schedules/zb_auto.h"
+#include "sim/schedules/builtin.h"
 #include "sim/simulation.h"
 
 namespace bubblesim::traces {
@@ -29,12 +25,7 @@ ScheduleFile parse_file(const std::string& text) {
 }
 
 TEST(LoweredTiming, WrittenLoweredFilesTimeAsTheEngine) {
-  sim::ScheduleRegistry registry;
-  sim::add_handcrafted_schedules(registry);
-  sim::add_zb_auto_schedules(registry);
-  sim::add_interleaved_schedules(registry);
-  sim::add_v_shape_schedules(registry);
-  sim::add_dual_pipe_schedules(registry);
+  const sim::ScheduleRegistry registry = sim::builtin_schedules();
   for (const sim::ScheduleGenerator* g : registry.all()) {
     for (const int p : {2, 4}) {
       const int v = g->default_chunks();

@@ -7,6 +7,7 @@
 
 #include <sstream>
 
+#include "sim/schedules/builtin.h"
 #include "sim/schedules/dual_pipe.h"
 #include "sim/schedules/handcrafted.h"
 #include "sim/schedules/interleaved.h"
@@ -174,12 +175,7 @@ std::size_t count_of(const std::string& text, const std::string& needle) {
 }
 
 TEST(ScheduleCsv, LoweredAndComputeOnlyFilesSimulateToTheSameTimeline) {
-  sim::ScheduleRegistry registry;
-  sim::add_handcrafted_schedules(registry);
-  sim::add_zb_auto_schedules(registry);
-  sim::add_interleaved_schedules(registry);
-  sim::add_v_shape_schedules(registry);
-  sim::add_dual_pipe_schedules(registry);
+  const sim::ScheduleRegistry registry = sim::builtin_schedules();
   for (const sim::ScheduleGenerator* g : registry.all()) {
     for (const int p : {2, 4}) {
       const int v = g->default_chunks();
