@@ -26,8 +26,10 @@ namespace bubblesim::analysis::hdf5 {
 // `rehearse` (the caller's whole read of the file; what it throws is the caller's to report
 // in the process) runs there to its end; else why not ("libhdf5 crashed reading it", "reading
 // it took longer than 2.0 s", ...), to follow "PATH: ". Within a rehearsal it returns "" at
-// once (the rehearsed reader checks its file again). With the environment variable
-// BUBBLESIM_HDF5_GUARD=0 the check is skipped.
+// once (the rehearsed reader checks its file again). Where the process has other threads, a
+// child that runs out of time is tried once more: a fork copies the locks they hold, and a
+// child that needs one of them waits forever (clang 14's ASan allocator). With the
+// environment variable BUBBLESIM_HDF5_GUARD=0 the check is skipped.
 std::string damaged_file_problem(const std::string& path,
                                  const std::function<void()>& rehearse = {});
 
