@@ -57,8 +57,8 @@ bool feeds(const Schedule& schedule, const Op& producer, const Op& consumer) {
 
 class Improver {
  public:
-  Improver(const Schedule& schedule, const CostModel& costs, const ImproveLimits& limits)
-      : current_(schedule), costs_(costs), limits_(limits), ops_(schedule.num_ops()) {}
+  Improver(Schedule schedule, const CostModel& costs, const ImproveLimits& limits)
+      : current_(std::move(schedule)), costs_(costs), limits_(limits), ops_(current_.num_ops()) {}
 
   ImproveResult run() {
     if (!has_budget(2)) return {std::move(current_), 0, 0, 0};  // not even one trial
@@ -351,9 +351,9 @@ std::size_t improve_budget_ops(std::size_t schedule_ops) {
   return std::min({kMaxOps, kMaxRuns * ops, falling});
 }
 
-ImproveResult improve_schedule(const Schedule& schedule, const CostModel& costs,
+ImproveResult improve_schedule(Schedule schedule, const CostModel& costs,
                                const ImproveLimits& limits) {
-  return Improver(schedule, costs, limits).run();
+  return Improver(std::move(schedule), costs, limits).run();
 }
 
 bool screens_starts(std::size_t schedule_ops) {
@@ -363,10 +363,11 @@ bool screens_starts(std::size_t schedule_ops) {
 ImproveResult improve_best_of(std::vector<Schedule> starts, const CostModel& costs,
                               const ImproveLimits& limits) {
   BUBBLESIM_CHECK(!starts.empty(), "improve_best_of needs a schedule to start from");
-  ImproveResult first = improve_schedule(starts.front(), costs, limits);
   ImproveLimits screen = limits;
   screen.budget_ops = limits.budget_ops / kScreenShare;
-  if (screen.budget_ops < 2 * starts.front().num_ops()) return first;
+  if (screen.budget_ops < 2 * starts.front().num_ops())
+    return improve_schedule(std::move(starts.front()), costs, limits);
+  ImproveResult first = improve_schedule(starts.front(), costs, limits);
   std::optional<ImproveResult> screened;
   for (std::size_t i = 1; i < starts.size(); ++i) {
     if (std::find(starts.begin(), starts.begin() + static_cast<std::ptrdiff_t>(i), starts[i]) !=

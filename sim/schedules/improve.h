@@ -62,7 +62,9 @@ std::size_t improve_budget_ops(std::size_t schedule_ops);
 // Precondition: `schedule` is valid (Schedule::validate) and runs without deadlock with
 // `costs`, has no overlapped pairs and, with limits, holds within them. Throws what
 // Engine::run throws otherwise.
-ImproveResult improve_schedule(const Schedule& schedule, const CostModel& costs,
+// Takes `schedule` by value: a caller that no longer needs it moves it in (large pipelines get
+// no budget, and the schedule comes back as it went in, uncopied).
+ImproveResult improve_schedule(Schedule schedule, const CostModel& costs,
                                const ImproveLimits& limits);
 
 // Multi-start: the local search ends in a local optimum that depends on where it starts, and

@@ -546,8 +546,8 @@ class VSearch {
   // Phase 1's runs, the most promising first: combinations by their distance from the one
   // that wins most often (without transfers: the plain greedy, uncapped, which reaches zero
   // bubble at unit costs; with transfers: forward first, a W only in a gap it fits, and
-  // lookahead, under a cap two below what fits that shrinks by one per device), each under
-  // every cap.
+  // lookahead, under a cap two below what fits that falls to about half of it at the V's top),
+  // each under every cap.
   std::vector<Candidate> candidates(bool free_transfers, int seven_eighths) const {
     const int anchor = free_transfers ? 3 : 81;
     std::vector<int> bits(Choices::kCombinations);
@@ -564,6 +564,11 @@ class VSearch {
         caps.emplace_back(cap, slope);
     };
     if (free_transfers) add(Choices::kNoCap, 0);
+    // The anchor's cap falls to about half of fit - 2 at the V's top: by one microbatch per
+    // device at 1F1B's memory (fit = 2p), by less below it, where one per device would leave
+    // the top devices a cap of 1 (V-Half at p = 32: ten times the span of the best run).
+    const int halving = std::clamp((3 * fit + p_ / 2) / p_, 1, 6);
+    add(fit - 2, halving);
     for (const auto& [cap, slope] : {std::pair{fit - 2, 6},
                                      {Choices::kNoCap, 0},
                                      {fit - 1, 0},
@@ -1089,9 +1094,10 @@ class VShape final : public ScheduleGenerator {
     if (params.improve && candidates.size() > 1) {
       const std::size_t budget = kJustifyOps / candidates.front().first.num_ops();
       for (Timed& candidate : candidates) {
-        ImproveResult justified =
-            improve_schedule(candidate.first, costs, ImproveLimits{limit, budget, false});
-        if (justified.runs > 0) candidate = {std::move(justified.schedule), justified.after_ns};
+        ImproveResult justified = improve_schedule(std::move(candidate.first), costs,
+                                                   ImproveLimits{limit, budget, false});
+        candidate.first = std::move(justified.schedule);  // as it was without a run
+        if (justified.runs > 0) candidate.second = justified.after_ns;
       }
     }
     std::stable_sort(candidates.begin(), candidates.end(),

@@ -12,8 +12,9 @@
 //        taking turns after the first B; lookahead (wait for the preferred op when its input
 //        arrives before the other op would end: transfer time decides the choice between chunks and
 //        between F and B); feeding (between a startable F and B, the one whose next device is free
-//        first). A cap on the chunk-0 microbatches in flight (what fits less two, lowered by one
-//        per device; none; 7/8 of what fits; p; ...) keeps room for the chunk-1 forwards that
+//        first). A cap on the chunk-0 microbatches in flight (what fits less two, falling to about
+//        half of it at the V's top: by one per device at 1F1B's memory; none; 7/8 of what
+//        fits; p; ...) keeps room for the chunk-1 forwards that
 //        arrive before the first B returns. The search runs combinations nearest the one that wins
 //        most often first, and keeps the shortest result (the first with zero bubble). Its budget
 //        is bounded by the ops it simulates, shrinking with the square of the size: small
