@@ -289,11 +289,15 @@ class Improver {
           out.push_back({held->device, held->index, held->index - shift});
         }
         // Or the W that ran shortly before it, deferred to just after it (what the held-up op
-        // cannot pass itself when its own input ran in between: ZB-H1's deferred W).
+        // cannot pass itself when its own input ran in between: ZB-H1's deferred W), or to the
+        // end of its device's order: a device whose span starts late (the top of a V) can run
+        // its W's after the others' last op, and the ops it feeds meanwhile reach the longest
+        // device sooner.
         const auto& held_ops = current_.device_ops[static_cast<std::size_t>(held->device)];
         for (std::size_t j = held->index, seen = 0; j-- > 0 && seen < 8; ++seen) {
           if (held_ops[j].kind == OpKind::W) {
             out.push_back({held->device, j, held->index});
+            out.push_back({held->device, j, held_ops.size() - 1});
             break;
           }
         }

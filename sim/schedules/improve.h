@@ -12,7 +12,8 @@
 // that could close each gap, keeping the first that makes the schedule better:
 //  - a pending W of the device (its B already run before the gap) moved into the gap;
 //  - the op that produces the waited-for input moved earlier on its own device (past up to
-//    8 ops, never past its own input);
+//    8 ops, never past its own input), or the W that ran shortly before it deferred to just
+//    after it or to the end of its device's order;
 //  - the waiting op moved after the op that follows it (which may be ready sooner).
 // A move that deadlocks is dropped. When no move helps and budget is left, iterated local
 // search: two random moves of the best schedule (an op shifted by up to 4 places), a descent
