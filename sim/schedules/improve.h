@@ -6,7 +6,10 @@
 // schedule worse than its input by that order, and never lets a device's activation memory
 // exceed its limit (a move that would is not tried).
 //
-// How: first forward-backward justification (justify.h), round after round while it helps;
+// How: first the W's that held up the op after them, on the devices whose span is below the
+// longest, deferred to the end of their device's order as far as that slack and the memory
+// limit allow (a round at a time, while it helps); then forward-backward justification
+// (justify.h), round after round while it helps;
 // then repeatedly time the schedule with the engine (Engine::run_validated), then look at the
 // idle gaps of the devices, longest device first and longest gap first, and try the moves
 // that could close each gap, keeping the first that makes the schedule better:
