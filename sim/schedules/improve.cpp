@@ -352,7 +352,7 @@ class Improver {
         const auto& ops = current_.device_ops[static_cast<std::size_t>(d)];
         const auto& t = best.timeline.device_ops[static_cast<std::size_t>(d)];
         TimeNs slack = best.score.max_span_ns - best.span_ns[static_cast<std::size_t>(d)];
-        for (std::size_t i = ops.size() - 1; i-- > 0;) {
+        for (std::size_t i = ops.size() < 2 ? 0 : ops.size() - 1; i-- > 0;) {
           if (ops[i].kind != OpKind::W || ops[i + 1].kind == OpKind::W) continue;
           if (t[i + 1].start_ns != t[i].end_ns) continue;
           if (arrival(best, place, slots, {d, i + 1}) >= t[i].end_ns) continue;
