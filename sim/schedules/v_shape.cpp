@@ -25,8 +25,9 @@ struct Choices {
   bool reserve_for_chunk1 = false;         // a chunk-0 F leaves room for one chunk-1 F
   bool chunk1_forward_first = true;        // between two ready F, the later stage's
   bool lower_stage_backward_first = true;  // between two ready B, the earlier stage's
-  bool w_only_in_long_gaps = false;        // a W waits for a gap of at least its length, unless
-                                           // memory stops the next F or nothing else is known
+  bool w_only_in_long_gaps = false;        // a W waits for a gap of at least w_gap_share of
+                                           // its length, unless memory stops the next F or
+                                           // nothing else is known
   int chunk0_in_flight = kNoCap;           // chunk-0 microbatches past F and before B, at most
   bool alternate = false;                  // after the first B: F and B take turns
   bool lookahead = false;  // wait for the preferred op when it arrives before the other ends
@@ -34,6 +35,10 @@ struct Choices {
   bool commit = false;     // a chunk-1 F or B whose input is known goes first, however late
   bool tight_w = false;    // a pending W goes first while the memory has room for less than
                            // two more F (it frees memory that the next F's will need)
+  // With w_only_in_long_gaps: 1 fills only gaps a W fits in whole; 1/2 also those where the
+  // idle it fills outweighs the delay it causes (at p = 32, m = 117 a device waiting 859
+  // units for a chunk-1 forward beside 891-unit W's idled through the steady state).
+  double w_gap_share = 1.0;
   // A device that would idle past this much in all (since its first op) starts a pending W
   // instead of waiting, whatever the rules above say (idle_allowance() sets it).
   double idle_allowance_ns = kNoAllowance;
@@ -45,6 +50,7 @@ struct Choices {
   static constexpr int kCombinations = 1024;
   // The first five bits: the choices phase 2 varies per device (the later three are kept).
   static constexpr int kDeviceCombinations = 32;
+  static constexpr int kWOnlyInLongGapsBit = 16;
   Choices with_rules_of(const Choices& other) const {
     Choices out = *this;
     out.alternate = other.alternate;
@@ -53,13 +59,21 @@ struct Choices {
     out.commit = other.commit;
     out.tight_w = other.tight_w;
     out.idle_allowance_ns = other.idle_allowance_ns;
+    out.w_gap_share = other.w_gap_share;
     return out;
   }
   static Choices from_bits(int bits, int cap) {
-    return Choices{(bits & 1) != 0,   (bits & 2) != 0,  (bits & 4) == 0,
-                   (bits & 8) == 0,   (bits & 16) != 0, cap,
-                   (bits & 32) != 0,  (bits & 64) != 0, (bits & 128) != 0,
-                   (bits & 256) != 0, (bits & 512) != 0};
+    return Choices{(bits & 1) != 0,
+                   (bits & 2) != 0,
+                   (bits & 4) == 0,
+                   (bits & 8) == 0,
+                   (bits & kWOnlyInLongGapsBit) != 0,
+                   cap,
+                   (bits & 32) != 0,
+                   (bits & 64) != 0,
+                   (bits & 128) != 0,
+                   (bits & 256) != 0,
+                   (bits & 512) != 0};
   }
   friend bool operator==(const Choices&, const Choices&) = default;
 };
@@ -286,12 +300,18 @@ class VGreedy {
         return Pick{free, OpKind::W, w_stage};
       }
       if ((!choices.w_only_in_long_gaps || memory_bound || earliest.start_ns == kNever ||
-           earliest.start_ns - free >= costs_[static_cast<std::size_t>(w_stage)].w_ns) &&
+           earliest.start_ns - free >= w_gap(choices, w_stage)) &&
           (memory_bound || absorbed(earliest, free, w_stage))) {
         return Pick{free, OpKind::W, w_stage};
       }
     }
     return earliest;
+  }
+
+  // The shortest gap a W of `stage` fills under w_only_in_long_gaps.
+  TimeNs w_gap(const Choices& choices, int stage) const {
+    return static_cast<TimeNs>(choices.w_gap_share *
+                               static_cast<double>(costs_[static_cast<std::size_t>(stage)].w_ns));
   }
 
   // A W that would delay a known B runs only where the device that B feeds holds pending W's
@@ -389,9 +409,8 @@ class VGreedy {
     const TimeNs start = std::max(free_at_[i], ready_ns);
     const bool may_change_w =
         choices_[i].w_only_in_long_gaps &&
-        (plan.kind == OpKind::W
-             ? start - free_at_[i] < costs_[static_cast<std::size_t>(plan.stage)].w_ns
-             : kind == OpKind::F);  // an F that does not fit lets a W go first
+        (plan.kind == OpKind::W ? start - free_at_[i] < w_gap(choices_[i], plan.stage)
+                                : kind == OpKind::F);  // an F that does not fit lets a W go first
     if (plan.start_ns == kNever || start <= plan.start_ns || may_change_w ||
         choices_[i].lookahead) {
       replan(d);
@@ -459,6 +478,9 @@ class VSearch {
   // The scales of the idle allowance (idle_allowance()) that the best choices of phase 1 are
   // run again with, the most often best first.
   static constexpr double kAllowanceScales[] = {1.2, 1.0, 1.5};
+  // The shares of a W's length a gap must reach for the W to fill it (Choices::w_gap_share),
+  // tried in turn for each combination with w_only_in_long_gaps and each cap.
+  static constexpr double kWGapShares[] = {1.0, 0.5};
 
   VSearch(int p, int m, const std::vector<StageCosts>& costs, const std::vector<double>& limit)
       : p_(p), m_(m), costs_(costs), limit_(limit) {
@@ -541,6 +563,7 @@ class VSearch {
     int bits;
     int cap;
     int slope_sixths;
+    double w_gap_share = 1.0;
   };
 
   // Phase 1's runs, the most promising first: combinations by their distance from the one
@@ -591,8 +614,12 @@ class VSearch {
     }
     std::vector<Candidate> out;
     for (const int b : bits) {
-      for (const auto& [cap, slope] : caps)
-        out.push_back({b, cap, slope});
+      for (const auto& [cap, slope] : caps) {
+        for (const double share : kWGapShares) {
+          out.push_back({b, cap, slope, share});
+          if ((b & Choices::kWOnlyInLongGapsBit) == 0) break;  // the share has no effect
+        }
+      }
     }
     return out;
   }
@@ -601,6 +628,8 @@ class VSearch {
   std::vector<Choices> uniform_choices(const Candidate& candidate) const {
     std::vector<Choices> choices(static_cast<std::size_t>(p_),
                                  Choices::from_bits(candidate.bits, candidate.cap));
+    for (Choices& c : choices)
+      c.w_gap_share = candidate.w_gap_share;
     for (std::size_t d = 0; d < choices.size(); ++d) {
       choices[d].chunk0_in_flight =
           std::max(1, candidate.cap - candidate.slope_sixths * static_cast<int>(d) / 6);
