@@ -35,14 +35,14 @@
 //        m >= 2p (the tests check p up to 16, and 32). The limit is never exceeded.
 //        `bubblesim validate` compares it with the zero-bubble authors' own scheduler.
 //        Unless the greedy reached zero bubble, repeated building blocks compete with it
-//        (the controllable-memory paper's construction): one microbatch's ops on a cycle of
-//        period T per device, each at the earliest time its input allows where the cycle is
-//        free, the block repeated every T, its memory checked in closed form. Laid out from
-//        the real costs (periods from the busiest device's work up to twice it, the shortest
-//        that fit timed by the engine: 3, or 1 beyond 60k ops); and, for pipelines of at
-//        most 30k ops, with waits of 0-2 steps after the ops of each chain and at the V's
-//        top (the 729 combinations over the forwards and backwards of each chunk, the W's
-//        and the turn from chunk 0 to chunk 1 on device p-1), of unit
+//        (the controllable-memory paper's construction): one microbatch's ops on a cycle of period
+//        T per device, each at the earliest time its input allows where the cycle is free, the
+//        block repeated every T, its memory checked in closed form. Laid out from the real costs
+//        (periods from the busiest device's work up to twice it, the shortest that fit timed by the
+//        engine: 3 within 60k simulated ops, 1 from 30k ops on); and, for pipelines of at most 30k
+//        ops, with waits of 0-2 steps after the ops of each chain and at the V's top (the 729
+//        combinations over the forwards and backwards of each chunk, the W's and the turn from
+//        chunk 0 to chunk 1 on device p-1), of unit
 //        costs and of the real costs, within 1M simulated ops; the unit-cost ones also
 //        squeezed at unit costs, as the paper does (rounds of justification under unit
 //        costs; the order is then timed with the real costs), within 2M simulated ops. The
