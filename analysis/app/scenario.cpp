@@ -472,6 +472,10 @@ Scenario make_scenario(const ScenarioSettings& s, const ScheduleFileInput& file)
   if (has_model(s)) {
     apply_model(s, in, f, b, w, m_bs, m_ws,
                 calibration && !s.efficiency ? calibration->efficiency : 0);
+  } else if (s.efficiency) {  // without a model they change nothing: a mistake, not a request
+    throw SettingError("efficiency", "applies only with model (its FLOP-based times)");
+  } else if (s.gpu && !s.cluster) {
+    throw SettingError("gpu", "applies only with model or cluster");
   }
   if (!in.profile.empty()) apply_profile(s, in, profile, f, b, w, comm);
 

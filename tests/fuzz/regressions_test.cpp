@@ -398,5 +398,34 @@ TEST_F(FuzzRegression, F25BackwardsThatAllocateAreScheduledWithinTheLimit) {
   EXPECT_NE(r.out.find("\"peak_activation_memory\": 8"), std::string::npos) << r.out;
 }
 
+// Found by options_fuzz (a timeout): an input ending in --gpu took the harness's --no-improve as
+// the GPU's name, and --gpu without --model or --cluster was ignored; so was --efficiency
+// without --model. Options that would change nothing are refused, as --mem-limit on a schedule
+// without one (F21).
+TEST_F(FuzzRegression, F26GpuAndEfficiencyWithoutAModelAreRefused) {
+  inputs("26");
+  expect_refused("simulate -s zb-auto --gpu --no-improve",
+                 "option --gpu: applies only with model or cluster");
+  expect_refused("simulate -s zb-auto --gpu foo",
+                 "option --gpu: applies only with model or cluster");
+  expect_refused("simulate -s 1f1b --efficiency 0.5",
+                 "option --efficiency: applies only with model");
+  // With a model both still apply: H100-SXM's higher peak gives shorter FLOP-based times.
+  const Result a100 = run("simulate -s 1f1b --model \"" BUBBLESIM_SOURCE_DIR
+                          "/models/examples/gpt-1.5b.yaml\" --json");
+  const Result h100 =
+      run("simulate -s 1f1b --gpu H100-SXM --efficiency 0.5 --model \"" BUBBLESIM_SOURCE_DIR
+          "/models/examples/gpt-1.5b.yaml\" --json");
+  ASSERT_EQ(a100.status, 0) << a100.err;
+  ASSERT_EQ(h100.status, 0) << h100.err;
+  const auto iteration_ms = [](const std::string& json) {
+    const std::string key = "\"iteration_time_ms\": ";
+    const std::size_t at = json.find(key);
+    return at == std::string::npos ? 0.0 : std::stod(json.substr(at + key.size()));
+  };
+  EXPECT_GT(iteration_ms(h100.out), 0);
+  EXPECT_LT(iteration_ms(h100.out), iteration_ms(a100.out));
+}
+
 }  // namespace
 }  // namespace bubblesim
