@@ -51,7 +51,7 @@
 //        of them, with the search's earlier bests, are the starts of the multi-start improver
 //        (improve_best_of in sim/schedules/improve.h) within improve_budget_ops.
 //        Complexity: the search's and the blocks' budgets bound the ops simulated (a few
-//        million); p = 32, m = 256 takes about 10 ms (docs/benchmarks.md).
+//        million); p = 32, m = 256 takes 13-15 ms on a 2-core EPYC VM (docs/benchmarks.md).
 //  v-half, v-min  The same search under (p+2)/2 M_B and floor((p+4)/3) M_B (the
 //        controllable-memory schedules: half and a third of 1F1B's memory), also trying caps
 //        around 3p/4 on the chunk-0 microbatches in flight, and caps that fall by 1/3, 1/2 or
