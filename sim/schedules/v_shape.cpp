@@ -628,9 +628,8 @@ class VSearch {
   std::vector<Choices> uniform_choices(const Candidate& candidate) const {
     std::vector<Choices> choices(static_cast<std::size_t>(p_),
                                  Choices::from_bits(candidate.bits, candidate.cap));
-    for (Choices& c : choices)
-      c.w_gap_share = candidate.w_gap_share;
     for (std::size_t d = 0; d < choices.size(); ++d) {
+      choices[d].w_gap_share = candidate.w_gap_share;
       choices[d].chunk0_in_flight =
           std::max(1, candidate.cap - candidate.slope_sixths * static_cast<int>(d) / 6);
     }
