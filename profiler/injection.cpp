@@ -104,11 +104,21 @@ struct NvtxDomain {
 };
 
 // Resolved at write time from whatever the process has loaded (never linked: the library must
-// load where libcuda, libcudart or NCCL are absent).
+// load where libcuda, libcudart or NCCL are absent): the global scope first, then `library`
+// (a soname) if the process has loaded it. libcudart loads libcuda with RTLD_LOCAL, and Python
+// loads PyTorch's extensions (and the NCCL they link) the same way, so their symbols are not
+// in the global scope: on an H200 under CUDA 13.0 the driver's were missing from every file
+// (no device names, driver version 0) until the library's own handle was asked.
 template <class F>
-F loaded(const char* symbol) {
-  return reinterpret_cast<F>(dlsym(RTLD_DEFAULT, symbol));
+F loaded(const char* symbol, const char* library) {
+  if (void* f = dlsym(RTLD_DEFAULT, symbol)) return reinterpret_cast<F>(f);
+  void* handle = dlopen(library, RTLD_NOW | RTLD_NOLOAD);  // never loads it
+  if (handle == nullptr) return nullptr;
+  void* f = dlsym(handle, symbol);
+  dlclose(handle);  // drops the reference NOLOAD took; the library stays loaded
+  return reinterpret_cast<F>(f);
 }
+constexpr const char* kDriver = "libcuda.so.1";
 
 constexpr CUpti_ActivityKind kKinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
                                          CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMCPY2,
@@ -302,9 +312,9 @@ class Injection {
     using GetCount = CUresult (*)(int*);
     using Get = CUresult (*)(CUdevice*, int);
     using GetName = CUresult (*)(char*, int, CUdevice);
-    const auto get_count = loaded<GetCount>("cuDeviceGetCount");
-    const auto get = loaded<Get>("cuDeviceGet");
-    const auto get_name = loaded<GetName>("cuDeviceGetName");
+    const auto get_count = loaded<GetCount>("cuDeviceGetCount", kDriver);
+    const auto get = loaded<Get>("cuDeviceGet", kDriver);
+    const auto get_name = loaded<GetName>("cuDeviceGetName", kDriver);
     int count = 0;
     if (get_count == nullptr || get == nullptr || get_name == nullptr || get_count(&count) != 0) {
       return;
@@ -362,9 +372,11 @@ class Injection {
     }
     header.clock_end = clocks();
     using Version = int (*)(int*);
-    if (const auto f = loaded<Version>("cudaRuntimeGetVersion")) f(&header.cuda_runtime_version);
-    if (const auto f = loaded<Version>("cuDriverGetVersion")) f(&header.cuda_driver_version);
-    if (const auto f = loaded<Version>("ncclGetVersion")) f(&header.nccl_version);
+    if (const auto f = loaded<Version>("cudaRuntimeGetVersion", "libcudart.so.13"))
+      f(&header.cuda_runtime_version);
+    if (const auto f = loaded<Version>("cuDriverGetVersion", kDriver))
+      f(&header.cuda_driver_version);
+    if (const auto f = loaded<Version>("ncclGetVersion", "libnccl.so.2")) f(&header.nccl_version);
     Capture capture = collector_.snapshot(header.clock_end.cupti_ns);
     capture.header = header;
     if (pool_) capture.counters.pool_exhausted = pool_->stats().exhausted;
