@@ -48,6 +48,31 @@ TimeNs end_of(const sim::Timeline& timeline) {
   return end;
 }
 
+// A device's passes of one trace iteration in order of start, cut into rounds wherever a pass
+// whose label names its microbatch comes again (the same kind, stage and microbatch): a
+// schedule runs each pass once, so a repeat starts the next training step. Traces with no
+// iteration boundary (no optimizer step: a forward-backward loop, the CUPTI profiler's files)
+// then still give one schedule per step. Labels without a microbatch never cut.
+std::vector<std::vector<const PassSample*>> rounds_of(std::vector<const PassSample*> samples) {
+  std::stable_sort(samples.begin(), samples.end(), [](const PassSample* a, const PassSample* b) {
+    return a->gpu_start_ns < b->gpu_start_ns;
+  });
+  std::vector<std::vector<const PassSample*>> rounds(1);
+  std::set<std::tuple<int, int, int>> seen;
+  for (const PassSample* s : samples) {
+    if (s->label.microbatch != kNoNumber) {
+      const std::tuple<int, int, int> pass{static_cast<int>(s->label.pass), s->label.stage,
+                                           s->label.microbatch};
+      if (!seen.insert(pass).second) {
+        rounds.emplace_back();
+        seen = {pass};
+      }
+    }
+    rounds.back().push_back(s);
+  }
+  return rounds;
+}
+
 }  // namespace
 
 std::vector<ExecutedIteration> executed_iterations(const Profile& profile) {
@@ -56,23 +81,29 @@ std::vector<ExecutedIteration> executed_iterations(const Profile& profile) {
   std::map<std::int32_t, std::map<Key, std::vector<const PassSample*>>> grouped;
   for (const PassSample& s : profile.passes)
     grouped[s.iteration][{s.trace, s.process, s.thread}].push_back(&s);
+  // Each trace iteration, cut into the steps it holds (rounds_of): step -> device -> passes.
+  std::vector<std::map<Key, std::vector<const PassSample*>>> steps;
+  for (const auto& [iteration, devices] : grouped) {
+    const std::size_t first = steps.size();
+    for (const auto& [key, samples] : devices) {
+      std::vector<std::vector<const PassSample*>> rounds = rounds_of(samples);
+      if (steps.size() < first + rounds.size()) steps.resize(first + rounds.size());
+      for (std::size_t r = 0; r < rounds.size(); ++r)
+        steps[first + r][key] = std::move(rounds[r]);
+    }
+  }
 
   std::vector<ExecutedIteration> result;
-  for (const auto& [iteration, devices] : grouped) {
+  for (const auto& devices : steps) {
     ExecutedIteration it;
-    it.iteration = iteration;
+    it.iteration = static_cast<std::int32_t>(result.size());
     it.start_ns = INT64_MAX;
     it.end_ns = INT64_MIN;
     // Microbatch counters for labels without one: (device, stage, kind) -> next.
     std::map<std::tuple<int, int, int>, int> next_microbatch;
-    for (const auto& [key, samples] : devices) {
+    for (const auto& [key, ordered] : devices) {
       ExecutedDevice device{std::get<0>(key), std::get<1>(key), std::get<2>(key), {}};
       const int index = static_cast<int>(it.devices.size());
-      std::vector<const PassSample*> ordered(samples);
-      std::stable_sort(ordered.begin(), ordered.end(),
-                       [](const PassSample* a, const PassSample* b) {
-                         return a->gpu_start_ns < b->gpu_start_ns;
-                       });
       for (const PassSample* s : ordered) {
         sim::Op op{s->label.pass, s->label.stage, 0, s->label.microbatch};
         if (op.stage == kNoNumber) op.stage = index;
@@ -142,8 +173,6 @@ sim::Schedule executed_schedule(const ExecutedIteration& iteration) {
     const auto no_costs =
         sim::PerDeviceCostModel::uniform({0, 0, 0, 0, 0, 0}, schedule.num_devices());
     sim::OpGraph(schedule, no_costs).check_acyclic();
-  } catch (const sim::DuplicateOpError& e) {
-    throw Error(where + e.what() + " (several iterations in one? an iteration-regex splits them)");
   } catch (const sim::ScheduleError& e) {
     throw Error(where + e.what());
   }

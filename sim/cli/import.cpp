@@ -29,7 +29,8 @@ int cmd_import(const std::vector<std::string>& args, const std::string& command_
      "also write the profile (every pass and NCCL sample, the devices) to this HDF5 profile "
      "file, replacing it (docs/profile-format.md); 'simulate --profile' reads it")
     ("iteration-regex", po::value<std::string>(),
-     "ranges whose name matches start an iteration (default: the optimizer step)")
+     "ranges whose name matches start an iteration (default: the optimizer step); a "
+     "labelled pass that comes again on its device also starts one")
     ("write-schedule", po::value<std::string>(),
      "also write the executed order of the first complete iteration to this PyTorch CSV file");
   // clang-format on

@@ -250,8 +250,8 @@ void write_executed_summary(std::ostream& out, const traces::Profile& profile,
   }
   if (iterations.empty()) return;
   fmt::print(out,
-             "\nexecuted order (iterations split at the optimizer step or --iteration-regex; "
-             "trace clocks):\n");
+             "\nexecuted order (iterations split at the optimizer step or --iteration-regex, "
+             "and where a pass comes again; trace clocks):\n");
   if (profile.cpu_timed_passes > 0) {
     fmt::print(out,
                "{} passes are timed by their own ranges: their traces have no GPU work "
@@ -298,7 +298,7 @@ int cmd_replay(const std::vector<std::string>& args, std::ostream& out) {
      "PP:<stage><F|I|W|B><mb>")
     ("iteration-regex", po::value<std::string>(),
      "ranges whose name matches start an iteration (default: the optimizer step, "
-     "Optimizer\\.step#.*)")
+     "Optimizer\\.step#.*); a labelled pass that comes again on its device also starts one")
     ("comm", po::value<double>()->default_value(0),
      "time of every transfer between devices in the simulation, ms")
     ("p2p", po::value<std::string>()->default_value("async"),

@@ -19,6 +19,7 @@
 #include <string>
 
 #include "traces/kineto_trace.h"
+#include "traces/replay.h"
 
 namespace bubblesim::traces {
 namespace {
@@ -105,6 +106,32 @@ TEST(ProfilerOnGpu, WorkloadProfileImportsToItsOwnCounts) {
   EXPECT_EQ(p.devices[0].name, "NVIDIA H200");
   EXPECT_TRUE(p.comms.empty());
   EXPECT_EQ(passes_by_kind(p), (std::map<std::string, int>{{"B", 28}, {"F", 28}, {"W", 28}}));
+}
+
+// The profiler keeps only the labelled passes (no step ranges): the passes that come again
+// split the 7 steps, each a complete one-device schedule of F, I and W for 4 microbatches. On
+// one device the replay runs the passes back to back with their own durations, so it is the
+// sum of the passes' spans, never longer than the measured step (which has launch gaps too).
+TEST(ProfilerOnGpu, WorkloadProfileReplaysStepByStep) {
+  const Profile p = import_kineto_traces({kData + "h200_workload.json.gz"}, PipeliningLabeller());
+  const ReplayResult r = replay_profile(p);
+  const std::vector<ExecutedIteration> steps = executed_iterations(p);
+  EXPECT_TRUE(r.skipped.empty());
+  ASSERT_EQ(r.iterations.size(), 7u);
+  ASSERT_EQ(steps.size(), 7u);
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    SCOPED_TRACE(i);
+    const IterationReplay& it = r.iterations[i];
+    ASSERT_EQ(it.schedule.device_ops.size(), 1u);
+    EXPECT_EQ(it.schedule.device_ops[0].size(), 12u);
+    EXPECT_EQ(it.schedule.num_microbatches, 4);
+    sim::TimeNs spans = 0;
+    for (const ExecutedPass& pass : steps[i].devices[0].passes)
+      spans += pass.end_ns - pass.start_ns;
+    EXPECT_EQ(it.replayed_ns, spans);
+    EXPECT_EQ(it.measured_ns, steps[i].end_ns - steps[i].start_ns);
+    EXPECT_LE(it.replayed_ns, it.measured_ns);
+  }
 }
 
 TEST(ProfilerOnGpu, AutogradThreadsKernelsGoToTheMainThreadsRanges) {

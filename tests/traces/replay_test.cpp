@@ -47,6 +47,28 @@ TEST(Replay, ExtractedOrderIsTheWrittenOneSplitAtTheOptimizerStep) {
   }
 }
 
+// Without an optimizer step (a bare forward-backward loop, the CUPTI profiler's files) a pass
+// that comes again starts the next step: the same iterations as the optimizer step gives.
+TEST(Replay, RepeatedPassesSplitTracesWithoutAnIterationBoundary) {
+  const std::vector<ExecutedIteration> split =
+      executed_iterations(import_kineto_traces(gpipe_traces("steps", 0, 3), PipeliningLabeller()));
+  const std::vector<ExecutedIteration> repeated = executed_iterations(
+      import_kineto_traces(gpipe_traces("nosteps", 0, 3, false), PipeliningLabeller()));
+  ASSERT_EQ(split.size(), 3u);
+  ASSERT_EQ(repeated.size(), 3u);
+  for (std::size_t i = 0; i < split.size(); ++i) {
+    EXPECT_EQ(repeated[i].iteration, static_cast<int>(i));
+    EXPECT_EQ(repeated[i].start_ns, split[i].start_ns);
+    EXPECT_EQ(repeated[i].end_ns, split[i].end_ns);
+    EXPECT_EQ(executed_schedule(repeated[i]).device_ops, executed_schedule(split[i]).device_ops);
+  }
+  // Labels without microbatches never cut: one iteration of 3 steps (an incomplete schedule).
+  const std::string path = temp("unnumbered.json");
+  std::ofstream(path) << cpu_trace(7, {{"forward", 0, 1}, {"backward", 1, 3}}, 3, false);
+  const RegexLabeller labeller("(?<pass>forward|backward)");
+  EXPECT_EQ(executed_iterations(import_kineto_traces({path}, labeller)).size(), 1u);
+}
+
 TEST(Replay, PiPPyRecorderTracesReplayRankByThread) {
   const std::string path = temp("pippy.json");
   std::ofstream(path) << R"([

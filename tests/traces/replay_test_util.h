@@ -29,8 +29,10 @@ struct Range {
 };
 
 // A trace recorded on CPU (no GPU events) of one rank: its ranges, the optimizer step after
-// each iteration, and every iteration repeated `iterations` times, 20 ms apart.
-inline std::string cpu_trace(int pid, const std::vector<Range>& ranges, int iterations) {
+// each iteration (unless `optimizer_steps` is false), and every iteration repeated
+// `iterations` times, 20 ms apart.
+inline std::string cpu_trace(int pid, const std::vector<Range>& ranges, int iterations,
+                             bool optimizer_steps = true) {
   std::string events;
   const auto add = [&](const std::string& name, double start_ms, double end_ms) {
     events += fmt::format(
@@ -40,7 +42,7 @@ inline std::string cpu_trace(int pid, const std::vector<Range>& ranges, int iter
   for (int i = 0; i < iterations; ++i) {
     for (const Range& r : ranges)
       add(r.name, r.start_ms + 20.0 * i, r.end_ms + 20.0 * i);
-    add("Optimizer.step#SGD.step", 15 + 20.0 * i, 16 + 20.0 * i);
+    if (optimizer_steps) add("Optimizer.step#SGD.step", 15 + 20.0 * i, 16 + 20.0 * i);
   }
   return "{\"traceEvents\": [\n" + events + "\n]}\n";
 }
@@ -51,7 +53,7 @@ inline std::string cpu_trace(int pid, const std::vector<Range>& ranges, int iter
 // is 9 ms. `late_ms` delays rank 0's last backward by that much idle time (no dependency
 // explains it), which the replay does not have.
 inline std::vector<std::string> gpipe_traces(const std::string& name, double late_ms = 0,
-                                             int iterations = 2) {
+                                             int iterations = 2, bool optimizer_steps = true) {
   const std::vector<Range> rank0 = {
       {"PP:0F0", 0, 1}, {"PP:0F1", 1, 2}, {"PP:0B0", 5, 7}, {"PP:0B1", 7 + late_ms, 9 + late_ms}};
   const std::vector<Range> rank1 = {
@@ -60,7 +62,7 @@ inline std::vector<std::string> gpipe_traces(const std::string& name, double lat
   int rank = 0;
   for (const auto* ranges : {&rank0, &rank1}) {
     paths.push_back(temp(name + "_rank" + std::to_string(rank) + ".json"));
-    std::ofstream(paths.back()) << cpu_trace(500 + rank, *ranges, iterations);
+    std::ofstream(paths.back()) << cpu_trace(500 + rank, *ranges, iterations, optimizer_steps);
     ++rank;
   }
   return paths;
