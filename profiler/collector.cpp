@@ -135,15 +135,19 @@ void Collector::nccl_pop(std::uint32_t thread) {
 void Collector::launch(std::uint32_t thread, std::uint32_t correlation, LaunchApi api,
                        std::int64_t ts_ns) {
   const std::lock_guard lock(mutex_);
+  ThreadState& t = threads_[thread];
+  // A runtime launch (cudaLaunchKernel, cudaGraphLaunch) calls the driver's, and CUPTI calls
+  // back for both with the same correlation id: one launch (on an H200 under CUDA 13.0, PyTorch's
+  // elementwise kernels and graph launches came twice).
+  if (t.last_launch == correlation) return;
+  t.last_launch = correlation;
   LaunchRecord record;
   record.correlation = correlation;
   record.ts_ns = ts_ns;
   record.thread = thread;
   record.range = current_range();
   record.api = api;
-  const auto it = threads_.find(thread);
-  if (it != threads_.end() && !it->second.nccl_stack.empty() && !it->second.pending.empty()) {
-    ThreadState& t = it->second;
+  if (!t.nccl_stack.empty() && !t.pending.empty()) {
     if (t.pending_group == kNoNcclGroup) {
       t.pending_group = static_cast<std::int32_t>(capture_.nccl_groups.size());
       capture_.nccl_groups.push_back(NcclGroup{t.pending});

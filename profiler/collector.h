@@ -73,7 +73,8 @@ class Collector {
   void nccl_push(std::uint32_t thread, std::string_view function, std::optional<NcclCall> call);
   void nccl_pop(std::uint32_t thread);
 
-  // A launch callback (CUPTI_API_ENTER).
+  // A launch callback (CUPTI_API_ENTER). One with the correlation id of the thread's last
+  // launch is the same launch seen again (a runtime call's driver call) and is dropped.
   void launch(std::uint32_t thread, std::uint32_t correlation, LaunchApi api, std::int64_t ts_ns);
 
   // A completed activity buffer.
@@ -97,6 +98,7 @@ class Collector {
     int nccl_group_depth = 0;
     std::vector<NcclCall> pending;              // NCCL calls of the open group
     std::int32_t pending_group = kNoNcclGroup;  // their NcclGroup, once a launch referred to it
+    std::optional<std::uint32_t> last_launch;   // correlation id of the thread's last launch
   };
 
   OpenRange open(std::uint32_t thread, std::string_view name, std::int64_t ts_ns);

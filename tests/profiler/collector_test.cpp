@@ -125,6 +125,24 @@ TEST(ProfilerCollector, OpenRangesEndAtTheSnapshot) {
   EXPECT_EQ(capture.ranges[0].end_ns, 700);
 }
 
+// cudaLaunchKernel and the cuLaunchKernel it calls reach the callback with one correlation id.
+TEST(ProfilerCollector, ARuntimeLaunchAndItsDriverCallAreOneLaunch) {
+  auto c = pipelining_collector();
+  c->range_push(kMain, "PP:0F0", 100);
+  c->launch(kMain, 7, LaunchApi::Kernel, 110);
+  c->launch(kMain, 7, LaunchApi::Kernel, 111);  // the driver's callback
+  c->launch(kAutograd, 8, LaunchApi::Kernel, 112);
+  c->launch(kMain, 8, LaunchApi::Kernel, 113);  // another thread's id: not a repeat here
+  c->launch(kMain, 9, LaunchApi::Kernel, 120);
+  const Capture capture = c->snapshot(700);
+  ASSERT_EQ(capture.launches.size(), 4u);
+  EXPECT_EQ(capture.launches[0].correlation, 7u);
+  EXPECT_EQ(capture.launches[0].ts_ns, 110);  // the first callback's time
+  EXPECT_EQ(capture.launches[1].correlation, 8u);
+  EXPECT_EQ(capture.launches[2].correlation, 8u);
+  EXPECT_EQ(capture.launches[3].correlation, 9u);
+}
+
 TEST(ProfilerCollector, RegexLabelsAndStepFlushes) {
   Collector c(std::make_unique<traces::RegexLabeller>("(?<pass>F|B|W) mb=(?<microbatch>\\d+)"),
               CollectorOptions{"iteration", 2});
