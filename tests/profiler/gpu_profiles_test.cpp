@@ -91,20 +91,27 @@ std::map<std::string, int> passes_by_kind(const Profile& p) {
   return out;
 }
 
+// Imports `path` and checks what the file and the import must agree on: the kernels and their
+// time as the JSON has them, the library's own kernel counter, the one device and its name.
+Profile import_checked(const std::string& path, const Counted& c) {
+  EXPECT_EQ(c.kernels, c.header_kernels);  // the library's counter and its output agree
+  EXPECT_EQ(c.device_name, "NVIDIA H200");
+  const Profile p = import_kineto_traces({path}, PipeliningLabeller());
+  EXPECT_EQ(p.kernels, c.kernels);
+  EXPECT_EQ(p.total_kernel_ns, c.kernel_ns);
+  EXPECT_EQ(p.devices.size(), 1u);
+  for (const DeviceInfo& d : p.devices)
+    EXPECT_EQ(d.name, "NVIDIA H200");
+  EXPECT_TRUE(p.comms.empty());  // one rank: NCCL ran no kernel
+  return p;
+}
+
 TEST(ProfilerOnGpu, WorkloadProfileImportsToItsOwnCounts) {
   const std::string path = kData + "h200_workload.json.gz";
   const Counted c = count(path);
   // 7 steps (2 warm-up) x 4 microbatches of each pass, as the command ran them.
   EXPECT_EQ(c.ranges, (std::map<std::string, int>{{"PP:0F", 28}, {"PP:0I", 28}, {"PP:0W", 28}}));
-  EXPECT_EQ(c.kernels, c.header_kernels);  // the library's counter and its output agree
-  EXPECT_EQ(c.device_name, "NVIDIA H200");
-
-  const Profile p = import_kineto_traces({path}, PipeliningLabeller());
-  EXPECT_EQ(p.kernels, c.kernels);
-  EXPECT_EQ(p.total_kernel_ns, c.kernel_ns);
-  ASSERT_EQ(p.devices.size(), 1u);
-  EXPECT_EQ(p.devices[0].name, "NVIDIA H200");
-  EXPECT_TRUE(p.comms.empty());
+  const Profile p = import_checked(path, c);
   EXPECT_EQ(passes_by_kind(p), (std::map<std::string, int>{{"B", 28}, {"F", 28}, {"W", 28}}));
 }
 
@@ -140,14 +147,7 @@ TEST(ProfilerOnGpu, AutogradThreadsKernelsGoToTheMainThreadsRanges) {
   EXPECT_EQ(c.ranges, (std::map<std::string, int>{{"PP:0B", 24}, {"PP:0F", 24}}));
   EXPECT_EQ(c.range_threads, 1);   // the ranges: the main thread's
   EXPECT_EQ(c.launch_threads, 2);  // the kernels: the main thread's and autograd's
-  EXPECT_EQ(c.kernels, c.header_kernels);
-  EXPECT_EQ(c.device_name, "NVIDIA H200");
-
-  const Profile p = import_kineto_traces({path}, PipeliningLabeller());
-  EXPECT_EQ(p.kernels, c.kernels);
-  EXPECT_EQ(p.total_kernel_ns, c.kernel_ns);
-  ASSERT_EQ(p.devices.size(), 1u);
-  EXPECT_EQ(p.devices[0].name, "NVIDIA H200");
+  const Profile p = import_checked(path, c);
   // Every backward range got the kernels autograd launched inside it, from its own thread.
   EXPECT_EQ(passes_by_kind(p), (std::map<std::string, int>{{"BW", 24}, {"F", 24}}));
 }
