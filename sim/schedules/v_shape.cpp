@@ -1073,6 +1073,21 @@ std::optional<Timed> unit_cost_order(int p, int m, const std::vector<StageCosts>
   return std::pair{std::move(schedule), span};
 }
 
+// The improver's budget for a V schedule of `ops` ops: improve_budget_ops, which falls to a run
+// or two above 12,000 ops (zb-auto's time at p = 32, m = 128 needs that), but from there up to
+// kUnitCostOps (the pipelines that also get the unit-cost candidates) kVImproveScale / ops:
+// about 80 runs at 12,000 ops, 13 at 30,000; nothing more at p = 32, m = 256 (49k ops). On the
+// reference sets' large rows (p = 24-32, m = 81-120) that gains 0.1-0.4% on 10 of 18 rows
+// (zb-v 61 -> 62 at or below the reference, 63 -> 65 within 0.1%); zb-v at p = 32, m = 120
+// takes 0.59 s instead of 0.37 (the authors' Python: 0.71 s). Five times more changed no row.
+constexpr std::size_t kVImproveFromOps = 12'000;
+constexpr std::size_t kVImproveScale = 12'000'000'000;
+std::size_t v_improve_budget_ops(std::size_t ops) {
+  const std::size_t base = improve_budget_ops(ops);
+  if (ops <= kVImproveFromOps || ops > kUnitCostOps) return base;
+  return std::max(base, kVImproveScale / ops);
+}
+
 // The three V schedules differ in their default memory limit (in whole-stage M_B).
 struct VShapeKind {
   const char* name;
@@ -1170,7 +1185,7 @@ class VShape final : public ScheduleGenerator {
     std::vector<Schedule> starts;
     for (Timed& candidate : candidates)
       starts.push_back(std::move(candidate.first));
-    const std::size_t budget = improve_budget_ops(starts.front().num_ops());
+    const std::size_t budget = v_improve_budget_ops(starts.front().num_ops());
     return improve_best_of(std::move(starts), costs, ImproveLimits{limit, budget}).schedule;
   }
 

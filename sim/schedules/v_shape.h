@@ -49,7 +49,8 @@
 //        greedy's order at unit costs is one more candidate there. Every candidate is
 //        justified (sim/schedules/justify.h: packed right, then left within the limit); all
 //        of them, with the search's earlier bests, are the starts of the multi-start improver
-//        (improve_best_of in sim/schedules/improve.h) within improve_budget_ops.
+//        (improve_best_of in sim/schedules/improve.h) within improve_budget_ops, and from
+//        12,000 to 30,000 ops within 1.2e10 / ops simulated ops (v_improve_budget_ops).
 //        Complexity: the search's and the blocks' budgets bound the ops simulated (a few
 //        million); p = 32, m = 256 takes 13-15 ms on a 2-core EPYC VM (docs/benchmarks.md).
 //  v-half, v-min  The same search under (p+2)/2 M_B and floor((p+4)/3) M_B (the
