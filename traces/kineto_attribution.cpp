@@ -120,6 +120,7 @@ void add_trace(TraceRecords& r, std::int32_t trace, Profile& profile) {
 
   // A trace without GPU work (recorded on CPU): each labelled range is timed by itself.
   const bool cpu_timed = r.ops.empty() && r.direct.empty();
+  std::vector<bool> empty_passes(r.cpu_ranges.size());  // passes of no GPU work (below)
   if (cpu_timed) {
     for (std::size_t i = 0; i < r.cpu_ranges.size(); ++i) {
       const Range& range = r.cpu_ranges[i];
@@ -134,6 +135,39 @@ void add_trace(TraceRecords& r, std::int32_t trace, Profile& profile) {
     }
   }
 
+  // Labelled ranges of a GPU trace that launched no GPU work are passes that took no time
+  // (PyTorch's zero-bubble schedules run the first stage's input gradients, which compute
+  // nothing, in ranges of their own): each is placed where its process's GPU work stood when
+  // the range began, the end of the latest GPU op the process had launched before it. Ranges
+  // before any launch of their process stay out.
+  if (!cpu_timed) {
+    // Per process, the launches in time order with the latest GPU end up to each.
+    std::map<std::int64_t, std::vector<std::pair<TimeNs, TimeNs>>> reached;
+    for (const GpuOp& op : r.ops) {
+      if (const Launch* l = launch_of(op)) {
+        reached[l->process].emplace_back(l->ts_ns, saturating_add(op.start_ns, op.dur_ns));
+      }
+    }
+    for (auto& [process, ends] : reached) {
+      std::sort(ends.begin(), ends.end());
+      for (std::size_t i = 1; i < ends.size(); ++i)
+        ends[i].second = std::max(ends[i].second, ends[i - 1].second);
+    }
+    for (std::size_t i = 0; i < r.cpu_ranges.size(); ++i) {
+      const Range& range = r.cpu_ranges[i];
+      const auto it = reached.find(range.key);
+      if (cpu_samples[i].gpu_ops > 0 || it == reached.end()) continue;
+      const auto& ends = it->second;
+      const auto after = std::upper_bound(
+          ends.begin(), ends.end(), std::pair{range.start_ns, std::numeric_limits<TimeNs>::max()});
+      if (after == ends.begin()) continue;
+      const TimeNs at = std::prev(after)->second;
+      cpu_samples[i] = PassSample{range.label, trace, range.key, at, at, 0, 0};
+      cpu_samples[i].thread = range.thread;
+      empty_passes[i] = true;
+    }
+  }
+
   // Iterations: boundaries at or before the start of each sample's range.
   std::sort(r.boundaries.begin(), r.boundaries.end());
   const auto iteration_at = [&](TimeNs start) {
@@ -142,10 +176,11 @@ void add_trace(TraceRecords& r, std::int32_t trace, Profile& profile) {
   };
   std::size_t first = profile.passes.size();
   for (std::size_t i = 0; i < cpu_samples.size(); ++i) {
-    if (cpu_samples[i].gpu_ops == 0 && !cpu_timed) continue;
+    if (cpu_samples[i].gpu_ops == 0 && !cpu_timed && !empty_passes[i]) continue;
     cpu_samples[i].iteration = iteration_at(r.cpu_ranges[i].start_ns);
     profile.passes.push_back(cpu_samples[i]);
     if (cpu_timed) ++profile.cpu_timed_passes;
+    if (empty_passes[i]) ++profile.empty_passes;
   }
   for (std::size_t i = 0; i < gpu_samples.size(); ++i) {
     if (gpu_samples[i].gpu_ops == 0) continue;

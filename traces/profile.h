@@ -69,6 +69,9 @@ struct Profile {
   sim::TimeNs total_kernel_ns = 0;       // sum of the durations of every kernel
   std::size_t unattributed_gpu_ops = 0;  // non-NCCL GPU ops in no labelled range
   std::size_t cpu_timed_passes = 0;      // samples with gpu_ops = 0 (traces without GPU work)
+  // Samples with gpu_ops = 0 in traces with GPU work: labelled ranges that launched nothing,
+  // passes of no time (kineto_attribution.cpp). Not kept in HDF5 profiles.
+  std::size_t empty_passes = 0;
 };
 
 // Summary statistics of a set of durations: quantiles interpolate linearly between the

@@ -413,9 +413,13 @@ void write_compare_table(std::ostream& out, const RunInputs& in,
 void write_profile_table(std::ostream& out, const traces::Profile& profile) {
   fmt::print(out,
              "{} kernels ({} NCCL), {:.3f} ms of kernel time; {} memcpy, {} memset; {} labelled "
-             "ranges with GPU work, {}{} GPU ops outside them\n",
+             "ranges with GPU work, {}{}{} GPU ops outside them\n",
              profile.kernels, profile.comms.size(), sim::ns_to_ms(profile.total_kernel_ns),
-             profile.memcpys, profile.memsets, profile.passes.size() - profile.cpu_timed_passes,
+             profile.memcpys, profile.memsets,
+             profile.passes.size() - profile.cpu_timed_passes - profile.empty_passes,
+             profile.empty_passes == 0
+                 ? std::string()
+                 : fmt::format("{} without any (passes that took no time), ", profile.empty_passes),
              profile.cpu_timed_passes == 0
                  ? std::string()
                  : fmt::format("{} timed on the CPU (no GPU work in their traces), ",

@@ -8,15 +8,21 @@
 //    PP:0W<mb> from one thread);
 //  - h200_torch.json.gz: a PyTorch 2.11 script (4 bf16 Linear layers, 4 microbatches, 6 steps)
 //    with ranges PP:0F<mb> and PP:0B<mb> (full backward) pushed by torch.cuda.nvtx on the
-//    main thread, while autograd launches the backward kernels from a thread of its own.
+//    main thread, while autograd launches the backward kernels from a thread of its own;
+//  - h200_torch_zero_bubble.json.gz: torch.distributed.pipelining's ScheduleInterleavedZeroBubble
+//    (PyTorch 2.11, torchrun with one rank holding stages 0 and 1, 4 microbatches, 3 steps) under
+//    emit_nvtx, which names its ranges "PP:0F0, op_id = 114"; stage 0's input gradients (I)
+//    compute nothing and launch no GPU work.
 #include <gtest/gtest.h>
 #include <rapidjson/document.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "traces/kineto_trace.h"
 #include "traces/replay.h"
@@ -138,6 +144,49 @@ TEST(ProfilerOnGpu, WorkloadProfileReplaysStepByStep) {
     EXPECT_EQ(it.replayed_ns, spans);
     EXPECT_EQ(it.measured_ns, steps[i].end_ns - steps[i].start_ns);
     EXPECT_LE(it.replayed_ns, it.measured_ns);
+  }
+}
+
+// PyTorch's own zero-bubble schedule: the executed order of each step is the order its ranges
+// began in (read from the JSON), stage 0's I's included as passes that took no time.
+TEST(ProfilerOnGpu, PyTorchZeroBubbleScheduleReplaysInItsOwnOrder) {
+  const std::string path = kData + "h200_torch_zero_bubble.json.gz";
+  const std::string text = read_gz(path);
+  rapidjson::Document doc;
+  doc.Parse(text.c_str(), text.size());
+  ASSERT_FALSE(doc.HasParseError());
+  std::vector<std::pair<double, std::string>> begun;  // (start, "0F1"), the suffix cut
+  for (const auto& e : doc["traceEvents"].GetArray()) {
+    if (std::string(e["cat"].GetString()) != "user_annotation") continue;
+    const std::string name = e["name"].GetString();
+    ASSERT_NE(name.find(", op_id = "), std::string::npos) << name;
+    begun.emplace_back(e["ts"].GetDouble(), name.substr(3, name.find(',') - 3));
+  }
+  std::sort(begun.begin(), begun.end());
+  ASSERT_EQ(begun.size(), 72u);  // 3 steps x 2 stages x 4 microbatches x F, I, W
+
+  const RegexLabeller labeller("PP:(?<stage>\\d+)(?<pass>F|I|W|B)(?<microbatch>\\d+).*");
+  const Profile p = import_kineto_traces({path}, labeller);
+  EXPECT_EQ(p.empty_passes, 12u);  // stage 0's I, every step
+  for (const PassSample& s : p.passes) {
+    const bool empty = s.label.stage == 0 && s.label.pass == sim::OpKind::B;
+    EXPECT_EQ(s.gpu_ops == 0, empty);
+    if (empty) {
+      EXPECT_EQ(s.kernel_ns, 0);
+    }
+  }
+  const ReplayResult r = replay_profile(p);
+  EXPECT_TRUE(r.skipped.empty());
+  ASSERT_EQ(r.iterations.size(), 3u);
+  std::size_t next = 0;
+  for (const IterationReplay& it : r.iterations) {
+    ASSERT_EQ(it.schedule.device_ops.size(), 1u);
+    ASSERT_EQ(it.schedule.device_ops[0].size(), 24u);
+    for (const sim::Op& op : it.schedule.device_ops[0]) {
+      const char letter = op.kind == sim::OpKind::B ? 'I' : sim::to_string(op.kind)[0];
+      EXPECT_EQ(std::to_string(op.stage) + letter + std::to_string(op.microbatch),
+                begun[next++].second);
+    }
   }
 }
 
