@@ -51,7 +51,9 @@ std::optional<RangeLabel> PipeliningLabeller::label(std::string_view name) const
     default:
       return std::nullopt;
   }
-  if (!read_number(name, pos, label.microbatch) || pos != name.size()) return std::nullopt;
+  if (!read_number(name, pos, label.microbatch)) return std::nullopt;
+  // PyTorch's emit_nvtx appends its own fields to the name NVTX sees ("PP:0F0, op_id = 114").
+  if (pos != name.size() && name.substr(pos, 2) != ", ") return std::nullopt;
   return label;
 }
 

@@ -46,7 +46,8 @@ class RangeLabeller {
   virtual std::optional<RangeLabel> label(std::string_view name) const = 0;
 };
 
-// "PP:<stage><F|I|W|B><microbatch>".
+// "PP:<stage><F|I|W|B><microbatch>", alone or followed by ", " and anything (the fields that
+// PyTorch's emit_nvtx appends: "PP:0F0, op_id = 114").
 class PipeliningLabeller final : public RangeLabeller {
  public:
   std::optional<RangeLabel> label(std::string_view name) const override;

@@ -165,8 +165,8 @@ TEST(ProfilerOnGpu, PyTorchZeroBubbleScheduleReplaysInItsOwnOrder) {
   std::sort(begun.begin(), begun.end());
   ASSERT_EQ(begun.size(), 72u);  // 3 steps x 2 stages x 4 microbatches x F, I, W
 
-  const RegexLabeller labeller("PP:(?<stage>\\d+)(?<pass>F|I|W|B)(?<microbatch>\\d+).*");
-  const Profile p = import_kineto_traces({path}, labeller);
+  // PyTorch's labels as they are, suffix and all (PipeliningLabeller, the default).
+  const Profile p = import_kineto_traces({path}, PipeliningLabeller());
   EXPECT_EQ(p.empty_passes, 12u);  // stage 0's I, every step
   for (const PassSample& s : p.passes) {
     const bool empty = s.label.stage == 0 && s.label.pass == sim::OpKind::B;
