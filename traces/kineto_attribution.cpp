@@ -139,8 +139,11 @@ void add_trace(TraceRecords& r, std::int32_t trace, Profile& profile) {
   // (PyTorch's zero-bubble schedules run the first stage's input gradients, which compute
   // nothing, in ranges of their own): each is placed where its process's GPU work stood when
   // the range began, the end of the latest GPU op the process had launched before it. Ranges
-  // before any launch of their process stay out.
-  if (!cpu_timed) {
+  // before any launch of their process stay out. (Most traces have none: the per-op table is
+  // built only when a labelled range is empty, not at every import's peak.)
+  const bool any_empty = std::any_of(cpu_samples.begin(), cpu_samples.end(),
+                                     [](const PassSample& s) { return s.gpu_ops == 0; });
+  if (!cpu_timed && any_empty) {
     // Per process, the launches in time order with the latest GPU end up to each.
     std::map<std::int64_t, std::vector<std::pair<TimeNs, TimeNs>>> reached;
     for (const GpuOp& op : r.ops) {

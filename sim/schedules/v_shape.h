@@ -52,7 +52,8 @@
 //        (improve_best_of in sim/schedules/improve.h) within improve_budget_ops, and from
 //        12,000 to 30,000 ops within 1.2e10 / ops simulated ops (v_improve_budget_ops).
 //        Complexity: the search's and the blocks' budgets bound the ops simulated (a few
-//        million); p = 32, m = 256 takes 13-15 ms on a 2-core EPYC VM (docs/benchmarks.md).
+//        million); p = 32, m = 256 takes 6.6-7.2 ms on a 2-core EPYC VM, about twice that on
+//        a slower one (docs/benchmarks.md).
 //  v-half, v-min  The same search under (p+2)/2 M_B and floor((p+4)/3) M_B (the
 //        controllable-memory schedules: half and a third of 1F1B's memory), also trying caps
 //        around 3p/4 on the chunk-0 microbatches in flight, and caps that fall by 1/3, 1/2 or
