@@ -42,19 +42,28 @@ std::vector<int> split_layers(const TransformerConfig& model, int p) {
 std::vector<StageEstimate> estimate_stages(const TransformerConfig& model, int p) {
   const double s = model.seq_len, b = model.microbatch_size, h = model.hidden, a = model.heads,
                v = model.vocab;
-  const double sbh = s * b * h;
+  const double g = model.kv_heads > 0 ? static_cast<double>(model.kv_heads) / a : 1.0;
+  const double f = model.ffn_hidden > 0 ? model.ffn_hidden : 4 * h;
+  const double k = model.gated_mlp ? 3 : 2;  // h x f matrices of the MLP
+  const double sb = s * b, sbh = sb * h;
+  // Per layer: linear-layer FLOPs per token, activation bytes per token, parameters.
+  const double linear = 2 * h * h * (2 + 2 * g) + 2 * k * h * f;
+  const double m_b = h * (14 + 4 * g) + (model.gated_mlp ? 8 : 4) * f;
+  const double m_w = 12 * h + 4 * g * h + (model.gated_mlp ? 6 : 4) * f;
+  const double layer_parameters =
+      h * h * (2 + 2 * g) + k * h * f + (3 + 2 * g) * h + (k - 1) * f + 4 * h;
   std::vector<StageEstimate> out;
   const std::vector<int> split = split_layers(model, p);
   for (int stage = 0; stage < p; ++stage) {
     StageEstimate e;
     const double n = e.layers = split[static_cast<std::size_t>(stage)];
-    e.parameters = n * (12 * h * h + 13 * h);
-    e.f_flops = n * sbh * (24 * h + 4 * s);
-    e.b_flops = n * sbh * (24 * h + 8 * s);
-    e.w_flops = n * sbh * 24 * h;
-    e.m_b_bytes = n * s * b * (34 * h + 5 * a * s);
-    e.m_w_bytes = n * 32 * sbh;
-    if (stage == 0) e.parameters += (v + s) * h;
+    e.parameters = n * layer_parameters;
+    e.f_flops = n * sb * (linear + 4 * s * h);
+    e.b_flops = n * sb * (linear + (model.flash_attention ? 10 : 8) * s * h);
+    e.w_flops = n * sb * linear;
+    e.m_b_bytes = n * sb * (m_b + (model.flash_attention ? 0 : 5 * a * s));
+    e.m_w_bytes = n * sb * m_w;
+    if (stage == 0) e.parameters += (v + (model.position_embeddings ? s : 0)) * h;
     if (stage == p - 1) {
       e.parameters += v * h + 2 * h;
       e.f_flops += 2 * sbh * v;
@@ -100,6 +109,17 @@ int positive_int(const std::string& path, const YAML::Node& root, const char* ke
            std::to_string(kMaxModelNumber) + ", got '" + YAML::Dump(node) + "'");
 }
 
+bool boolean(const std::string& path, const YAML::Node& root, const char* key, bool fallback) {
+  const YAML::Node node = root[key];
+  if (!node) return fallback;
+  try {
+    if (node.IsScalar()) return node.as<bool>();
+  } catch (const YAML::Exception&) {
+  }
+  fail(path, node.Mark(),
+       std::string("key '") + key + "': expected true or false, got '" + YAML::Dump(node) + "'");
+}
+
 }  // namespace
 
 namespace {
@@ -115,14 +135,18 @@ TransformerConfig read_transformer(const std::string& path) {
   }
   if (!root.IsMap()) fail(path, root.Mark(), "expected a mapping of model fields");
   static const std::set<std::string> known = {
-      "name", "layers", "hidden", "heads", "seq_len", "vocab", "microbatch_size", "stage_layers"};
+      "name",           "layers",     "hidden",          "heads",
+      "seq_len",        "vocab",      "microbatch_size", "stage_layers",
+      "kv_heads",       "ffn_hidden", "gated_mlp",       "position_embeddings",
+      "flash_attention"};
   for (const auto& entry : root) {
     const std::string key = entry.first.as<std::string>();
     if (known.count(key) == 0) {
       fail(path, entry.first.Mark(),
            "unknown key '" + key +
                "'; valid keys are: name, layers, hidden, heads, seq_len, vocab, "
-               "microbatch_size, stage_layers");
+               "microbatch_size, stage_layers, kv_heads, ffn_hidden, gated_mlp, "
+               "position_embeddings, flash_attention");
     }
   }
   TransformerConfig m;
@@ -158,6 +182,15 @@ TransformerConfig read_transformer(const std::string& path) {
     fail(path, root["heads"].Mark(),
          "key 'heads': must divide hidden = " + std::to_string(m.hidden));
   }
+  m.kv_heads = positive_int(path, root, "kv_heads", false, m.heads);
+  if (m.heads % m.kv_heads != 0) {
+    fail(path, root["kv_heads"].Mark(),
+         "key 'kv_heads': must divide heads = " + std::to_string(m.heads));
+  }
+  m.ffn_hidden = positive_int(path, root, "ffn_hidden", false, 0);
+  m.gated_mlp = boolean(path, root, "gated_mlp", false);
+  m.position_embeddings = boolean(path, root, "position_embeddings", true);
+  m.flash_attention = boolean(path, root, "flash_attention", false);
   return m;
 }
 

@@ -64,6 +64,96 @@ TEST(Transformer, StageEstimatesFollowTheReferenceFormulas) {
   EXPECT_DOUBLE_EQ(flops_to_ms(312e12 * 0.5 * 2e-3, find_gpu("A100-80GB"), 0.5), 2.0);
 }
 
+TEST(Transformer, TheNewFieldsAtTheirDefaultsAreThePapersModel) {
+  const TransformerConfig paper = tiny();
+  TransformerConfig spelled = tiny();
+  spelled.kv_heads = spelled.heads;
+  spelled.ffn_hidden = 4 * spelled.hidden;
+  spelled.gated_mlp = false;
+  spelled.position_embeddings = true;
+  const std::vector<StageEstimate> a = estimate_stages(paper, 2), b = estimate_stages(spelled, 2);
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    EXPECT_DOUBLE_EQ(a[i].f_flops, b[i].f_flops);
+    EXPECT_DOUBLE_EQ(a[i].b_flops, b[i].b_flops);
+    EXPECT_DOUBLE_EQ(a[i].w_flops, b[i].w_flops);
+    EXPECT_DOUBLE_EQ(a[i].m_b_bytes, b[i].m_b_bytes);
+    EXPECT_DOUBLE_EQ(a[i].m_w_bytes, b[i].m_w_bytes);
+    EXPECT_DOUBLE_EQ(a[i].parameters, b[i].parameters);
+  }
+}
+
+// Grouped-query attention and a gated MLP, counted here matrix by matrix and tensor by tensor
+// (not with the header's folded formulas).
+TEST(Transformer, GroupedQueryAttentionAndAGatedMlpCountEachMatrixAndTensor) {
+  TransformerConfig m = tiny();  // h = 64, a = 4, s = 32, b = 2, 3 + 3 layers
+  m.kv_heads = 1;
+  m.ffn_hidden = 96;
+  m.gated_mlp = true;
+  m.position_embeddings = false;
+  const double s = 32, b = 2, h = 64, a = 4, v = 100, f = 96, kv = h / a;  // K and V width 16
+  // Weight matrices (in x out) of one layer: Q, K, V, output, gate, up, down.
+  const double weights = h * h + h * kv + h * kv + h * h + h * f + h * f + f * h;
+  const double biases = (h + kv + kv) + h + f + f + h;
+  const double norms = 2 * 2 * h;
+  const double tokens = s * b;
+  const double linear_flops = 2 * weights * tokens;       // a multiply-add per weight and token
+  const double attention_flops = 2 * 2 * s * h * tokens;  // QK^T and the weighted sum of V
+  // Kept from F until B, bytes per token (fp16): QKV input, Q, K, V, output-projection input,
+  // dropout mask (1 byte); MLP input, gate, activated gate, up, their product, dropout mask;
+  // two norm inputs; then the scores, softmax mask and dropout output, 5 a s bytes.
+  const double m_b = 2 * h + 2 * h + 2 * kv + 2 * kv + 2 * h + h + 2 * h + 2 * f + 2 * f + 2 * f +
+                     2 * f + h + 2 * 2 * h + 5 * a * s;
+  // What W needs: each linear layer's input and output gradient (QKV fused, gate and up fused).
+  const double m_w =
+      (2 * h + 2 * (h + 2 * kv)) + (2 * h + 2 * h) + (2 * h + 2 * 2 * f) + (2 * f + 2 * h);
+  const std::vector<StageEstimate> e = estimate_stages(m, 2);
+  EXPECT_DOUBLE_EQ(e[0].f_flops, 3 * (linear_flops + attention_flops));
+  EXPECT_DOUBLE_EQ(e[0].b_flops, 3 * (linear_flops + 2 * attention_flops));
+  EXPECT_DOUBLE_EQ(e[0].w_flops, 3 * linear_flops);
+  EXPECT_DOUBLE_EQ(e[0].m_b_bytes, 3 * tokens * m_b);
+  EXPECT_DOUBLE_EQ(e[0].m_w_bytes, 3 * tokens * m_w);
+  EXPECT_DOUBLE_EQ(e[0].parameters, 3 * (weights + biases + norms) + v * h);  // no positions
+  EXPECT_DOUBLE_EQ(e[1].parameters, 3 * (weights + biases + norms) + v * h + 2 * h);
+  // A fused attention kernel keeps none of the s x s tensors and recomputes QK^T in B.
+  m.flash_attention = true;
+  const std::vector<StageEstimate> fused = estimate_stages(m, 2);
+  EXPECT_DOUBLE_EQ(fused[0].f_flops, e[0].f_flops);
+  EXPECT_DOUBLE_EQ(fused[0].b_flops, e[0].b_flops + 3 * 2 * s * h * tokens);
+  EXPECT_DOUBLE_EQ(fused[0].w_flops, e[0].w_flops);
+  EXPECT_DOUBLE_EQ(fused[0].m_b_bytes, e[0].m_b_bytes - 3 * tokens * 5 * a * s);
+  EXPECT_DOUBLE_EQ(fused[0].m_w_bytes, e[0].m_w_bytes);
+}
+
+// The published sizes of two open models (their model cards: 6.74B and 8.03B parameters, exactly
+// 6,738,415,616 and 8,030,261,248), which have no projection biases and RMSNorm scales only:
+// bubblesim's count, with biases and two-parameter norms, stays within 0.05% of them.
+TEST(Transformer, CountsThePublishedSizesOfTwoOpenModels) {
+  auto total = [](const TransformerConfig& m) {
+    double sum = 0;
+    for (const StageEstimate& e : estimate_stages(m, 4))
+      sum += e.parameters;
+    return sum;
+  };
+  TransformerConfig llama2;
+  llama2.layers = 32;
+  llama2.hidden = 4096;
+  llama2.heads = 32;
+  llama2.ffn_hidden = 11008;
+  llama2.gated_mlp = true;
+  llama2.position_embeddings = false;
+  llama2.seq_len = 4096;
+  llama2.vocab = 32000;
+  EXPECT_NEAR(total(llama2) / 6'738'415'616.0, 1.0, 5e-4);
+  const TransformerConfig llama3 =
+      load_transformer(BUBBLESIM_SOURCE_DIR "/models/examples/llama3-8b.yaml");
+  EXPECT_EQ(llama3.kv_heads, 8);
+  EXPECT_EQ(llama3.ffn_hidden, 14336);
+  EXPECT_TRUE(llama3.gated_mlp);
+  EXPECT_FALSE(llama3.position_embeddings);
+  EXPECT_TRUE(llama3.flash_attention);
+  EXPECT_NEAR(total(llama3) / 8'030'261'248.0, 1.0, 5e-4);
+}
+
 TEST(Transformer, CataloguesTheDatasheetGpus) {
   EXPECT_EQ(find_gpu("H100-SXM").dense_bf16_tflops, 989);
   EXPECT_EQ(find_gpu("A100-40GB").memory_gb, 40);
@@ -105,6 +195,9 @@ TEST(Transformer, BadFilesNameTheLineAndKey) {
        "line 1: key 'layers': expected a whole number from 1 to 16777216, got '-2'"},
       {"layers: 4\nhidden: 64\nheads: 5\nseq_len: 32\nvocab: 100\n",
        "line 3: key 'heads': must divide hidden = 64"},
+      {ok + "kv_heads: 3\n", "line 6: key 'kv_heads': must divide heads = 4"},
+      {ok + "gated_mlp: maybe\n", "line 6: key 'gated_mlp': expected true or false, got 'maybe'"},
+      {ok + "ffn_hidden: 0\n", "line 6: key 'ffn_hidden': expected a whole number from 1 to"},
       {ok + "stage_layers: [2, x]\n",
        "line 6: key 'stage_layers': expected whole numbers from 1 to"},
       {"layers: [4\n", "not valid YAML"},
