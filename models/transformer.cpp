@@ -62,6 +62,13 @@ std::vector<StageEstimate> estimate_stages(const TransformerConfig& model, int p
     e.b_flops = n * sb * (linear + (model.flash_attention ? 10 : 8) * s * h);
     e.w_flops = n * sb * linear;
     e.m_b_bytes = n * sb * (m_b + (model.flash_attention ? 0 : 5 * a * s));
+    if (model.recompute == Recompute::Selective && !model.flash_attention) {
+      e.b_flops += n * sb * 4 * s * h;
+      e.m_b_bytes = n * sb * m_b;
+    } else if (model.recompute == Recompute::Full) {
+      e.b_flops += e.f_flops;
+      e.m_b_bytes = n * 2 * sbh;
+    }
     e.m_w_bytes = n * sb * m_w;
     if (stage == 0) e.parameters += (v + (model.position_embeddings ? s : 0)) * h;
     if (stage == p - 1) {
@@ -134,11 +141,20 @@ TransformerConfig read_transformer(const std::string& path) {
     fail(path, e.mark, "not valid YAML: " + e.msg);
   }
   if (!root.IsMap()) fail(path, root.Mark(), "expected a mapping of model fields");
-  static const std::set<std::string> known = {
-      "name",           "layers",     "hidden",          "heads",
-      "seq_len",        "vocab",      "microbatch_size", "stage_layers",
-      "kv_heads",       "ffn_hidden", "gated_mlp",       "position_embeddings",
-      "flash_attention"};
+  static const std::set<std::string> known = {"name",
+                                              "layers",
+                                              "hidden",
+                                              "heads",
+                                              "seq_len",
+                                              "vocab",
+                                              "microbatch_size",
+                                              "stage_layers",
+                                              "kv_heads",
+                                              "ffn_hidden",
+                                              "gated_mlp",
+                                              "position_embeddings",
+                                              "flash_attention",
+                                              "recompute"};
   for (const auto& entry : root) {
     const std::string key = entry.first.as<std::string>();
     if (known.count(key) == 0) {
@@ -146,7 +162,7 @@ TransformerConfig read_transformer(const std::string& path) {
            "unknown key '" + key +
                "'; valid keys are: name, layers, hidden, heads, seq_len, vocab, "
                "microbatch_size, stage_layers, kv_heads, ffn_hidden, gated_mlp, "
-               "position_embeddings, flash_attention");
+               "position_embeddings, flash_attention, recompute");
     }
   }
   TransformerConfig m;
@@ -191,6 +207,19 @@ TransformerConfig read_transformer(const std::string& path) {
   m.gated_mlp = boolean(path, root, "gated_mlp", false);
   m.position_embeddings = boolean(path, root, "position_embeddings", true);
   m.flash_attention = boolean(path, root, "flash_attention", false);
+  if (const YAML::Node node = root["recompute"]) {
+    const std::string text = node.IsScalar() ? node.as<std::string>() : "";
+    if (text == "none") {
+      m.recompute = Recompute::None;
+    } else if (text == "selective") {
+      m.recompute = Recompute::Selective;
+    } else if (text == "full") {
+      m.recompute = Recompute::Full;
+    } else {
+      fail(path, node.Mark(),
+           "key 'recompute': expected none, selective or full, got '" + YAML::Dump(node) + "'");
+    }
+  }
   return m;
 }
 

@@ -16,7 +16,10 @@
 // With kv_heads = heads, ffn_hidden = 4h and no gate these are exactly the paper's formulas.
 // flash_attention (a fused attention kernel, as FlashAttention) keeps no s x s tensors (M_B
 // loses its 5as^2 b) and recomputes the scores in B (B: sb(L + 10sh), the kernel's 2.5 times
-// its forward attention FLOPs).
+// its forward attention FLOPs). Activation recomputation (Megatron's granularities): selective
+// recomputes the attention core in B (without flash attention: M_B loses its 5as^2 b, B adds
+// the core's forward 4sbh s); full keeps only each layer's input (M_B = 2sbh per layer) and
+// runs the layer's whole forward again in B (B adds F); W's M_W stays.
 // The first stage also holds the token embeddings and, unless position_embeddings is false
 // (rotary models), the learned position embeddings (compute neglected); the last stage the
 // output head: 2sbhV FLOPs in each of F, B and W, and its fp16 logits, 2sbV bytes, held like
@@ -39,6 +42,8 @@
 
 namespace bubblesim::models {
 
+enum class Recompute { None, Selective, Full };
+
 struct TransformerConfig {
   std::string name;                 // for reports
   int layers = 0;                   // transformer layers
@@ -53,6 +58,7 @@ struct TransformerConfig {
   bool gated_mlp = false;           // SwiGLU-style MLP: three h x f matrices instead of two
   bool position_embeddings = true;  // learned position embeddings (false: rotary, none)
   bool flash_attention = false;     // fused attention: no s x s activations, scores recomputed
+  Recompute recompute = Recompute::None;  // activation recomputation in B
 };
 
 inline constexpr double kAdamBytesPerParameter = 16;
@@ -81,8 +87,9 @@ double flops_to_ms(double flops, const GpuSpec& gpu, double efficiency);
 
 // Reads a model description (YAML: name, layers, hidden, heads, seq_len, vocab,
 // microbatch_size, optional stage_layers, kv_heads, ffn_hidden, gated_mlp,
-// position_embeddings, flash_attention). Throws InvalidArgument naming the file, the line and the
-// key for a missing, unknown or out-of-range field (kv_heads must divide heads).
+// position_embeddings, flash_attention, recompute: none, selective or full). Throws InvalidArgument
+// naming the file, the line and the key for a missing, unknown or out-of-range field (kv_heads must
+// divide heads).
 TransformerConfig load_transformer(const std::string& path);
 
 }  // namespace bubblesim::models

@@ -124,6 +124,33 @@ TEST(Transformer, GroupedQueryAttentionAndAGatedMlpCountEachMatrixAndTensor) {
   EXPECT_DOUBLE_EQ(fused[0].m_w_bytes, e[0].m_w_bytes);
 }
 
+// Recomputation trades B's FLOPs for activations: selective recomputes the attention core
+// (its forward, 4sh FLOPs per token) and keeps no s x s tensors; full keeps each layer's input
+// only and runs the layer's forward again. W and what it needs are unchanged.
+TEST(Transformer, RecomputationTradesBackwardFlopsForActivations) {
+  TransformerConfig m = tiny();  // the paper's GPT layer: 3 + 3 layers, h = 64, a = 4
+  const double s = 32, b = 2, h = 64, sbh = s * b * h;
+  const StageEstimate plain = estimate_stages(m, 2)[0];
+  m.recompute = Recompute::Selective;
+  const StageEstimate selective = estimate_stages(m, 2)[0];
+  EXPECT_DOUBLE_EQ(selective.f_flops, plain.f_flops);
+  EXPECT_DOUBLE_EQ(selective.b_flops, 3 * sbh * (24 * h + 12 * s));
+  EXPECT_DOUBLE_EQ(selective.w_flops, plain.w_flops);
+  EXPECT_DOUBLE_EQ(selective.m_b_bytes, 3 * 34 * sbh);
+  EXPECT_DOUBLE_EQ(selective.m_w_bytes, plain.m_w_bytes);
+  m.flash_attention = true;  // nothing left to recompute: flash attention's own numbers
+  const StageEstimate flash_selective = estimate_stages(m, 2)[0];
+  EXPECT_DOUBLE_EQ(flash_selective.b_flops, 3 * sbh * (24 * h + 10 * s));
+  EXPECT_DOUBLE_EQ(flash_selective.m_b_bytes, 3 * 34 * sbh);
+  m.flash_attention = false;
+  m.recompute = Recompute::Full;
+  const StageEstimate full = estimate_stages(m, 2)[0];
+  EXPECT_DOUBLE_EQ(full.b_flops, 3 * sbh * (24 * h + 4 * s) + 3 * sbh * (24 * h + 8 * s));
+  EXPECT_DOUBLE_EQ(full.m_b_bytes, 3 * 2 * sbh);
+  EXPECT_DOUBLE_EQ(full.m_w_bytes, 3 * 32 * sbh);
+  EXPECT_DOUBLE_EQ(full.w_flops, plain.w_flops);
+}
+
 // The published sizes of two open models (their model cards: 6.74B and 8.03B parameters, exactly
 // 6,738,415,616 and 8,030,261,248), which have no projection biases and RMSNorm scales only:
 // bubblesim's count, with biases and two-parameter norms, stays within 0.05% of them.
@@ -151,6 +178,7 @@ TEST(Transformer, CountsThePublishedSizesOfTwoOpenModels) {
   EXPECT_TRUE(llama3.gated_mlp);
   EXPECT_FALSE(llama3.position_embeddings);
   EXPECT_TRUE(llama3.flash_attention);
+  EXPECT_EQ(llama3.recompute, Recompute::None);
   EXPECT_NEAR(total(llama3) / 8'030'261'248.0, 1.0, 5e-4);
 }
 
@@ -198,6 +226,8 @@ TEST(Transformer, BadFilesNameTheLineAndKey) {
       {ok + "kv_heads: 3\n", "line 6: key 'kv_heads': must divide heads = 4"},
       {ok + "gated_mlp: maybe\n", "line 6: key 'gated_mlp': expected true or false, got 'maybe'"},
       {ok + "ffn_hidden: 0\n", "line 6: key 'ffn_hidden': expected a whole number from 1 to"},
+      {ok + "recompute: some\n",
+       "line 6: key 'recompute': expected none, selective or full, got 'some'"},
       {ok + "stage_layers: [2, x]\n",
        "line 6: key 'stage_layers': expected whole numbers from 1 to"},
       {"layers: [4\n", "not valid YAML"},
