@@ -39,37 +39,63 @@ std::vector<int> split_layers(const TransformerConfig& model, int p) {
   return split;
 }
 
-std::vector<StageEstimate> estimate_stages(const TransformerConfig& model, int p) {
-  const double s = model.seq_len, b = model.microbatch_size, h = model.hidden, a = model.heads,
-               v = model.vocab;
+namespace {
+
+// One transformer layer's share of a stage, for one microbatch.
+struct LayerEstimate {
+  double f_flops, b_flops, w_flops, m_b_bytes, m_w_bytes, parameters;
+};
+
+LayerEstimate estimate_layer(const TransformerConfig& model) {
+  const double s = model.seq_len, b = model.microbatch_size, h = model.hidden, a = model.heads;
   const double g = model.kv_heads > 0 ? static_cast<double>(model.kv_heads) / a : 1.0;
   const double f = model.ffn_hidden > 0 ? model.ffn_hidden : 4 * h;
   const double k = model.gated_mlp ? 3 : 2;  // h x f matrices of the MLP
-  const double sb = s * b, sbh = sb * h;
-  // Per layer: linear-layer FLOPs per token, activation bytes per token, parameters.
+  const double sb = s * b;
+  // Per token: the linear layers' FLOPs, the bytes kept for B (without the s x s tensors) and
+  // for W.
   const double linear = 2 * h * h * (2 + 2 * g) + 2 * k * h * f;
   const double m_b = h * (14 + 4 * g) + (model.gated_mlp ? 8 : 4) * f;
   const double m_w = 12 * h + 4 * g * h + (model.gated_mlp ? 6 : 4) * f;
-  const double layer_parameters =
-      h * h * (2 + 2 * g) + k * h * f + (3 + 2 * g) * h + (k - 1) * f + 4 * h;
+  LayerEstimate e{};
+  e.parameters = h * h * (2 + 2 * g) + k * h * f + (3 + 2 * g) * h + (k - 1) * f + 4 * h;
+  e.f_flops = sb * (linear + 4 * s * h);
+  e.b_flops = sb * (linear + (model.flash_attention ? 10 : 8) * s * h);
+  e.w_flops = sb * linear;
+  e.m_b_bytes = sb * (m_b + (model.flash_attention ? 0 : 5 * a * s));
+  if (model.recompute == Recompute::Selective && !model.flash_attention) {
+    e.b_flops += sb * 4 * s * h;
+    e.m_b_bytes = sb * m_b;
+  } else if (model.recompute == Recompute::Full) {
+    e.b_flops += e.f_flops;
+    e.m_b_bytes = 2 * sb * h;
+  }
+  e.m_w_bytes = sb * m_w;
+  return e;
+}
+
+}  // namespace
+
+double backward_b_share(const TransformerConfig& model) {
+  const LayerEstimate layer = estimate_layer(model);
+  return layer.b_flops / (layer.b_flops + layer.w_flops);
+}
+
+std::vector<StageEstimate> estimate_stages(const TransformerConfig& model, int p) {
+  const double s = model.seq_len, b = model.microbatch_size, h = model.hidden, v = model.vocab;
+  const double sbh = s * b * h;
+  const LayerEstimate layer = estimate_layer(model);
   std::vector<StageEstimate> out;
   const std::vector<int> split = split_layers(model, p);
   for (int stage = 0; stage < p; ++stage) {
     StageEstimate e;
     const double n = e.layers = split[static_cast<std::size_t>(stage)];
-    e.parameters = n * layer_parameters;
-    e.f_flops = n * sb * (linear + 4 * s * h);
-    e.b_flops = n * sb * (linear + (model.flash_attention ? 10 : 8) * s * h);
-    e.w_flops = n * sb * linear;
-    e.m_b_bytes = n * sb * (m_b + (model.flash_attention ? 0 : 5 * a * s));
-    if (model.recompute == Recompute::Selective && !model.flash_attention) {
-      e.b_flops += n * sb * 4 * s * h;
-      e.m_b_bytes = n * sb * m_b;
-    } else if (model.recompute == Recompute::Full) {
-      e.b_flops += e.f_flops;
-      e.m_b_bytes = n * 2 * sbh;
-    }
-    e.m_w_bytes = n * sb * m_w;
+    e.parameters = n * layer.parameters;
+    e.f_flops = n * layer.f_flops;
+    e.b_flops = n * layer.b_flops;
+    e.w_flops = n * layer.w_flops;
+    e.m_b_bytes = n * layer.m_b_bytes;
+    e.m_w_bytes = n * layer.m_w_bytes;
     if (stage == 0) e.parameters += (v + (model.position_embeddings ? s : 0)) * h;
     if (stage == p - 1) {
       e.parameters += v * h + 2 * h;

@@ -82,6 +82,10 @@ std::vector<int> split_layers(const TransformerConfig& model, int p);
 // Per-stage estimates for p stages.
 std::vector<StageEstimate> estimate_stages(const TransformerConfig& model, int p);
 
+// B's share of one layer's backward, B / (B + W) FLOPs: the split of a trace's fused backward
+// (the paper's (24h + 8s) : 24h for its GPT; 0.5 as s / h falls).
+double backward_b_share(const TransformerConfig& model);
+
 // Time of `flops` on `gpu` at `efficiency` (0 < efficiency <= 1), in ms.
 double flops_to_ms(double flops, const GpuSpec& gpu, double efficiency);
 

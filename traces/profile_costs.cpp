@@ -10,11 +10,6 @@ bool ProfileCosts::any_split() const {
                      [](const StageSamples& s) { return s.split_from_bw; });
 }
 
-double backward_b_share(int hidden, int seq_len) {
-  const double b = 24.0 * hidden + 8.0 * seq_len, w = 24.0 * hidden;
-  return b / (b + w);
-}
-
 ProfileCosts profile_costs(const Profile& profile, int stages, double b_share) {
   BUBBLESIM_CHECK(b_share > 0 && b_share < 1, "B's share of BW out of (0, 1)");
   int profile_stages = 0;

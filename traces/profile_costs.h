@@ -28,10 +28,6 @@ struct ProfileCosts {
   bool any_split() const;
 };
 
-// B's share of a fused BW from the FLOP ratio B : W = (24h + 8s) : 24h of the zero-bubble
-// paper (sequence length s, hidden size h); 0.5 when s << h.
-double backward_b_share(int hidden, int seq_len);
-
 // The samples of stages 0 .. stages-1; `stages` = 0 takes the profile's stage count (its
 // largest stage number + 1). Throws InvalidArgument naming every (stage, pass) without
 // samples, when the passes carry no stage numbers, or when the profile has stages >= `stages`.

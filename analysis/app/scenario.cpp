@@ -89,9 +89,9 @@ void apply_profile(const ScenarioSettings& s, Scenario& in, const traces::Profil
   double b_share = 0.5;
   if (has_model(s)) {
     const models::TransformerConfig model = model_of(s);
-    b_share = traces::backward_b_share(model.hidden, model.seq_len);
-    split_note = fmt::format("B : W = (24h + 8s) : 24h = {:.4f} : {:.4f} (h {}, s {} of the model)",
-                             b_share, 1 - b_share, model.hidden, model.seq_len);
+    b_share = models::backward_b_share(model);
+    split_note = fmt::format("B : W = {:.4f} : {:.4f}, the FLOP ratio of a layer of model {}",
+                             b_share, 1 - b_share, model.name);
   } else {
     split_note =
         "B : W = 1 : 1, the FLOP ratio (24h + 8s) : 24h for s << h (give a model for its h "

@@ -151,6 +151,22 @@ TEST(Transformer, RecomputationTradesBackwardFlopsForActivations) {
   EXPECT_DOUBLE_EQ(full.w_flops, plain.w_flops);
 }
 
+TEST(Transformer, BackwardShareIsTheLayersFlopRatio) {
+  TransformerConfig m = tiny();
+  m.hidden = 1600;
+  m.heads = 16;
+  m.seq_len = 1024;
+  EXPECT_DOUBLE_EQ(backward_b_share(m), (24.0 * 1600 + 8 * 1024) / (48.0 * 1600 + 8 * 1024));
+  m.seq_len = 1;
+  m.hidden = 1 << 20;
+  EXPECT_NEAR(backward_b_share(m), 0.5, 1e-6);
+  // Full recomputation runs the forward again inside B: (24h + 4s) + (24h + 8s) : 24h.
+  m.hidden = 1600;
+  m.seq_len = 1024;
+  m.recompute = Recompute::Full;
+  EXPECT_DOUBLE_EQ(backward_b_share(m), (48.0 * 1600 + 12 * 1024) / (72.0 * 1600 + 12 * 1024));
+}
+
 // The published sizes of two open models (their model cards: 6.74B and 8.03B parameters, exactly
 // 6,738,415,616 and 8,030,261,248), which have no projection biases and RMSNorm scales only:
 // bubblesim's count, with biases and two-parameter norms, stays within 0.05% of them.

@@ -15,12 +15,6 @@ PassSample sample(sim::OpKind pass, int stage, int microbatch, sim::TimeNs kerne
   return {{pass, stage, microbatch, kNoNumber}, 0, 0, 0, kernel_ns, kernel_ns, 1};
 }
 
-TEST(ProfileCosts, BackwardShareIsThePapersFlopRatio) {
-  EXPECT_DOUBLE_EQ(backward_b_share(1600, 1024),
-                   (24.0 * 1600 + 8 * 1024) / (48.0 * 1600 + 8 * 1024));
-  EXPECT_NEAR(backward_b_share(1 << 20, 1), 0.5, 1e-6);
-}
-
 TEST(ProfileCosts, SplitsFusedBackwardAndKeepsSeparatePasses) {
   Profile p;
   p.passes = {sample(sim::OpKind::F, 0, 0, 10), sample(sim::OpKind::B, 0, 0, 6),
