@@ -1,8 +1,9 @@
 // The analytical cost and memory model of a transformer split into pipeline stages: the
 // zero-bubble paper's GPT-like model (../shared/reference/zero-bubble.md §1), widened to the
-// shapes of current models by three optional fields: grouped-query attention (kv_heads key and
-// value heads, g = kv_heads / heads), the MLP's inner width f (ffn_hidden, default 4h) and a
-// gated MLP (SwiGLU: gate, up and down projections, k = 3 matrices of h x f instead of 2).
+// shapes of current models by optional fields: grouped-query attention (kv_heads key and value
+// heads, g = kv_heads / heads), the MLP's inner width f (ffn_hidden, default 4h), a gated MLP
+// (SwiGLU: gate, up and down projections, k = 3 matrices of h x f instead of 2), rotary
+// positions, a fused attention kernel and activation recomputation (below).
 //
 // Per transformer layer and microbatch (sequence s, microbatch size b, hidden h, heads a), with
 // the linear layers' FLOPs per token L = 2h^2 (2 + 2g) + 2khf (QKV, output projection, MLP):
@@ -18,7 +19,7 @@
 // loses its 5as^2 b) and recomputes the scores in B (B: sb(L + 10sh), the kernel's 2.5 times
 // its forward attention FLOPs). Activation recomputation (Megatron's granularities): selective
 // recomputes the attention core in B (without flash attention: M_B loses its 5as^2 b, B adds
-// the core's forward 4sbh s); full keeps only each layer's input (M_B = 2sbh per layer) and
+// the core's forward, 4s sbh); full keeps only each layer's input (M_B = 2sbh per layer) and
 // runs the layer's whole forward again in B (B adds F); W's M_W stays.
 // The first stage also holds the token embeddings and, unless position_embeddings is false
 // (rotary models), the learned position embeddings (compute neglected); the last stage the

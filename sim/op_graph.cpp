@@ -186,4 +186,10 @@ CriticalPath OpGraph::critical_path() const {
   return path;
 }
 
+void check_runnable(const Schedule& schedule) {
+  schedule.validate();
+  const auto no_costs = PerDeviceCostModel::uniform({0, 0, 0, 0, 0, 0}, schedule.num_devices());
+  OpGraph(schedule, no_costs).check_acyclic();
+}
+
 }  // namespace bubblesim::sim

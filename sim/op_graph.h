@@ -85,4 +85,8 @@ class OpGraph {
   std::vector<std::size_t> device_sizes_;
 };
 
+// Validates `schedule` (Schedule::validate) and checks that its order can run: no cycle of
+// dependencies, whatever the costs. Throws ScheduleError, or DeadlockError naming the cycle.
+void check_runnable(const Schedule& schedule);
+
 }  // namespace bubblesim::sim

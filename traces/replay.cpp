@@ -169,10 +169,7 @@ sim::Schedule executed_schedule(const ExecutedIteration& iteration) {
     for (sim::Op& op : ops)
       op.chunk = chunks[static_cast<std::size_t>(op.stage)];
   try {
-    schedule.validate();
-    const auto no_costs =
-        sim::PerDeviceCostModel::uniform({0, 0, 0, 0, 0, 0}, schedule.num_devices());
-    sim::OpGraph(schedule, no_costs).check_acyclic();
+    sim::check_runnable(schedule);
   } catch (const sim::ScheduleError& e) {
     throw Error(where + e.what());
   }

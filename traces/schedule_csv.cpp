@@ -373,10 +373,7 @@ ScheduleFile parse_with(std::istream& in, const std::string& name, CsvNaming nam
               [](const FileAction& a, const FileAction& b) { return a.column < b.column; });
   }
   try {
-    schedule.validate();
-    const auto no_costs =
-        sim::PerDeviceCostModel::uniform({0, 0, 0, 0, 0, 0}, schedule.num_devices());
-    sim::OpGraph(schedule, no_costs).check_acyclic();
+    sim::check_runnable(schedule);
   } catch (const sim::ScheduleError& e) {
     // Point at the cells of the ops the error names.
     std::string where;
