@@ -13,6 +13,7 @@
 #include "sim/placement.h"
 #include "sim/schedules/improve.h"
 #include "sim/schedules/justify.h"
+#include "sim/schedules/splice.h"
 #include "sim/schedules/stage_costs.h"
 
 namespace bubblesim::sim {
@@ -911,7 +912,7 @@ std::vector<StageCosts> unit_costs(std::vector<StageCosts> costs) {
 }
 
 // A schedule and its largest device span.
-using Timed = std::pair<Schedule, TimeNs>;
+using Timed = SpanRanked;
 
 // The `capacity` shortest schedules offered, a span once, shortest first.
 class Shortest {
@@ -942,6 +943,12 @@ class Shortest {
   std::ptrdiff_t capacity_;
   std::vector<Timed> kept_;
 };
+
+// Ops the engine may simulate splicing the candidates (splice.h), for pipelines of at most
+// kUnitCostOps ops: about 1,300 splices at 3,000 ops, 130 at 30,000. On the reference sets'
+// V-Half and V-Min rows a quarter of it turned 6 rows fewer, four times it none more
+// (docs/validation.md).
+constexpr std::size_t kSpliceOps = 4'000'000;
 
 // Ops the engine may simulate squeezing unit-cost blocks (squeeze): the rounds of about 250
 // layouts at p = 10, m = 24, of about five at p = 32, m = 100.
@@ -1181,6 +1188,18 @@ class VShape final : public ScheduleGenerator {
     }
     std::stable_sort(candidates.begin(), candidates.end(),
                      [](const Timed& a, const Timed& b) { return a.second < b.second; });
+    // Splices of the candidates (kSpliceOps). Where the improver screens several starts, the
+    // shortest candidate stays its first start, improved with the whole budget as before, and
+    // the splices are further starts: the result is never longer than without them (a splice
+    // first, shorter to start with, ended longer at p = 4, m = 8 of V-Min: 539.2 against 536.6).
+    if (params.improve && ops <= kUnitCostOps) {
+      const std::size_t before = candidates.size();
+      splice_best(candidates, costs, limit, kSpliceOps);
+      const auto found = static_cast<std::ptrdiff_t>(candidates.size() - before);
+      if (found > 0 && screens_starts(ops)) {
+        std::rotate(candidates.begin(), candidates.begin() + found, candidates.begin() + found + 1);
+      }
+    }
     if (!params.improve) return std::move(candidates.front().first);
     std::vector<Schedule> starts;
     for (Timed& candidate : candidates)

@@ -47,7 +47,10 @@
 //        squeezed at unit costs, as the paper does (rounds of justification under unit
 //        costs; the order is then timed with the real costs), within 2M simulated ops. The
 //        greedy's order at unit costs is one more candidate there. Every candidate is
-//        justified (sim/schedules/justify.h: packed right, then left within the limit); all
+//        justified (sim/schedules/justify.h: packed right, then left within the limit); for
+//        pipelines of at most 30k ops the shortest is then spliced with each of the others
+//        (sim/schedules/splice.h: one's ops up to a cut time, the other's order after it, 19
+//        cuts, both ways round, within 4M simulated ops), rounds while a splice is shorter; all
 //        of them, with the search's earlier bests, are the starts of the multi-start improver
 //        (improve_best_of in sim/schedules/improve.h) within improve_budget_ops, and from
 //        12,000 to 30,000 ops within 1.2e10 / ops simulated ops (v_improve_budget_ops).

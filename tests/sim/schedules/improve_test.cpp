@@ -1,8 +1,10 @@
 // The schedule improver (sim/schedules/improve.h): never worse than its input, always a valid
-// schedule within the memory limit, and able to find the zero-bubble idea on its own.
+// schedule within the memory limit, and able to find the zero-bubble idea on its own; and the
+// splice of two schedules (sim/schedules/splice.h) that the V generators search.
 #include "sim/schedules/improve.h"
 
 #include "sim/schedules/justify.h"
+#include "sim/schedules/splice.h"
 
 #include <gtest/gtest.h>
 
@@ -164,7 +166,8 @@ Schedule one_f_one_b_deferred_w(int p, int m) {
         continue;
       }
       deferred.push_back(op);
-      if (op.kind == OpKind::B && pending.size() > 0 && pending.front().microbatch < op.microbatch) {
+      if (op.kind == OpKind::B && pending.size() > 0 &&
+          pending.front().microbatch < op.microbatch) {
         deferred.push_back(pending.front());
         pending.erase(pending.begin());
       }
@@ -212,6 +215,113 @@ TEST(Improve, ZeroBudgetReturnsTheInput) {
   const ImproveResult out = improve_schedule(input, costs, {{}, 0});
   EXPECT_EQ(out.schedule.device_ops, input.device_ops);
   EXPECT_EQ(out.before_ns, out.after_ns);
+}
+
+// The ops of each device of `schedule`, sorted: equal for two orders of the same ops.
+std::vector<std::vector<Op>> sorted_ops(const Schedule& schedule) {
+  std::vector<std::vector<Op>> out = schedule.device_ops;
+  for (auto& ops : out) {
+    std::sort(ops.begin(), ops.end(), [](const Op& a, const Op& b) {
+      return std::tie(a.kind, a.stage, a.microbatch) < std::tie(b.kind, b.stage, b.microbatch);
+    });
+  }
+  return out;
+}
+
+TEST(Splice, TakesTheFirstsOpsBeforeTheCutThenTheSecondsOrder) {
+  const int p = 4, m = 8;
+  const auto costs = uniform_costs(p, 1, 1, 1, 0);
+  const Schedule first = one_f_one_b_split(p, m);
+  const Schedule second = testing::generate("zb-h1", p, m);
+  const Timeline run = Engine(first, costs).run();
+  EXPECT_EQ(splice(first, run, second, 0).device_ops, second.device_ops);
+  EXPECT_EQ(splice(first, run, second, run.max_span_ns() + 1).device_ops, first.device_ops);
+  for (const TimeNs cut_ms : {3, 7, 12, 20}) {
+    const Schedule joined = splice(first, run, second, ms_to_ns(cut_ms));
+    EXPECT_EQ(sorted_ops(joined), sorted_ops(first)) << "cut " << cut_ms;
+    for (std::size_t d = 0; d < joined.device_ops.size(); ++d) {
+      std::size_t before = 0;  // the first's ops that started before the cut, in its order
+      while (before < run.device_ops[d].size() &&
+             run.device_ops[d][before].start_ns < ms_to_ns(cut_ms))
+        ++before;
+      ASSERT_GE(joined.device_ops[d].size(), before);
+      EXPECT_TRUE(std::equal(first.device_ops[d].begin(),
+                             first.device_ops[d].begin() + static_cast<std::ptrdiff_t>(before),
+                             joined.device_ops[d].begin()))
+          << "cut " << cut_ms << " device " << d;
+      std::vector<Op> rest;  // the second's order of the others
+      for (const Op& op : second.device_ops[d]) {
+        if (std::find(first.device_ops[d].begin(),
+                      first.device_ops[d].begin() + static_cast<std::ptrdiff_t>(before),
+                      op) == first.device_ops[d].begin() + static_cast<std::ptrdiff_t>(before))
+          rest.push_back(op);
+      }
+      EXPECT_TRUE(std::equal(rest.begin(), rest.end(),
+                             joined.device_ops[d].begin() + static_cast<std::ptrdiff_t>(before)))
+          << "cut " << cut_ms << " device " << d;
+    }
+  }
+}
+
+// ZB-H1 spoilt early (device 0 runs microbatch 1's forward before microbatch 0's: the pipeline
+// starts a pass late) and spoilt late (the last device runs a W before the last forward, which
+// then reaches device 0's last backward a pass late): each is longer than ZB-H1, and the late
+// one's beginning joined to the early one's end is ZB-H1 again.
+TEST(Splice, JoinsOneSchedulesGoodBeginningToAnothersGoodEnd) {
+  const int p = 4, m = 8;
+  const auto costs = uniform_costs(p, 1, 1, 1, 0);
+  const Schedule zb_h1 = testing::generate("zb-h1", p, m);
+  const TimeNs best = simulate(zb_h1, costs).metrics.max_device_span_ns;
+  Schedule early = zb_h1;
+  std::swap(early.device_ops[0][0], early.device_ops[0][1]);
+  Schedule late = zb_h1;
+  auto& last = late.device_ops[static_cast<std::size_t>(p - 1)];
+  const auto f7 = std::find(last.begin(), last.end(), Op{OpKind::F, p - 1, 0, m - 1});
+  const auto w4 = std::find(last.begin(), last.end(), Op{OpKind::W, p - 1, 0, m - 4});
+  ASSERT_TRUE(f7 < w4);
+  std::rotate(f7, w4, w4 + 1);  // W(m - 4) just before F(m - 1)
+  const TimeNs early_ns = simulate(early, costs).metrics.max_device_span_ns;
+  const TimeNs late_ns = simulate(late, costs).metrics.max_device_span_ns;
+  ASSERT_GT(early_ns, best);
+  ASSERT_GT(late_ns, best);
+  std::vector<SpanRanked> ranked{{late, late_ns}, {early, early_ns}};
+  if (early_ns < late_ns) std::swap(ranked[0], ranked[1]);
+  const std::vector<double> limit = activation_peaks(zb_h1, costs);
+  splice_best(ranked, costs, limit, 1'000'000);
+  ASSERT_EQ(ranked.size(), 3u);  // one splice found, at the front
+  EXPECT_EQ(ranked.front().second, best);
+  EXPECT_EQ(simulate(ranked.front().first, costs).metrics.max_device_span_ns, best);
+  const std::vector<double> peaks = activation_peaks(ranked.front().first, costs);
+  for (int d = 0; d < p; ++d)
+    EXPECT_LE(peaks[static_cast<std::size_t>(d)], limit[static_cast<std::size_t>(d)] + 1e-9);
+  // Nothing is spliced without a budget.
+  std::vector<SpanRanked> unspent{{late, late_ns}, {early, early_ns}};
+  splice_best(unspent, costs, limit, 0);
+  EXPECT_EQ(unspent.size(), 2u);
+}
+
+TEST(Splice, BestSpliceIsValidWithinTheLimitAndNeverLonger) {
+  std::mt19937 rng(20241127);
+  for (int trial = 0; trial < 12; ++trial) {
+    const int p = 2 + static_cast<int>(rng() % 5);
+    const int m = p + static_cast<int>(rng() % (2 * p));
+    const PerDeviceCostModel costs = random_costs(p, rng);
+    std::vector<SpanRanked> ranked;
+    for (const Schedule& s : {one_f_one_b_split(p, m), testing::generate("zb-h1", p, m),
+                              testing::generate("zb-h2", p, m)}) {
+      ranked.emplace_back(s, simulate(s, costs).metrics.max_device_span_ns);
+    }
+    std::sort(ranked.begin(), ranked.end(),
+              [](const SpanRanked& a, const SpanRanked& b) { return a.second < b.second; });
+    const TimeNs shortest = ranked.front().second;
+    std::vector<double> limit = activation_peaks(ranked.back().first, costs);
+    splice_best(ranked, costs, limit, 2'000'000);
+    SCOPED_TRACE(::testing::Message() << "trial " << trial << " p=" << p << " m=" << m);
+    ASSERT_NO_THROW(ranked.front().first.validate());
+    EXPECT_LE(ranked.front().second, shortest);
+    EXPECT_EQ(simulate(ranked.front().first, costs).metrics.max_device_span_ns,
+              ranked.front().second);
+  }
 }
 
 }  // namespace
