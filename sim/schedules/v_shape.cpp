@@ -739,12 +739,18 @@ class VBlock {
   // Extra waits of the block's chains: at the V's top (between the last forward of chunk 0 and
   // the first of chunk 1, on device p-1: slack where the chunks meet), after each forward of
   // chunk 0 and of chunk 1, each backward of chunk 1 and of chunk 0, and before each W (slack
-  // that keeps the order's shape when other costs time it, for more memory).
+  // that keeps the order's shape when other costs time it, for more memory); at the V's bottom
+  // (between the forward and the backward of stage 2p-1, on device 0) and at its top on the
+  // way down (between the backwards of stages p and p-1, on device p-1): a wait there moves
+  // every later op of the microbatch by the same amount, which shifts whole chains to other
+  // steps of the cycle (turn_blocks).
   struct Gaps {
     TimeNs turn_ns = 0, f0_ns = 0, f1_ns = 0, b1_ns = 0, b0_ns = 0, w_ns = 0;
+    TimeNs bottom_ns = 0, b_turn_ns = 0;
   };
 
-  bool lay_out(TimeNs period_ns, const Gaps& gaps = Gaps{0, 0, 0, 0, 0, 0}) {
+  bool lay_out(TimeNs period_ns) { return lay_out(period_ns, Gaps{}); }
+  bool lay_out(TimeNs period_ns, const Gaps& gaps) {
     period_ns_ = period_ns;
     const std::vector<int> device = v_placement(p_);
     busy_.assign(static_cast<std::size_t>(p_), {});
@@ -759,6 +765,7 @@ class VBlock {
       ready = *at + c.f_ns + c.f_out_ns + (s < p_ ? gaps.f0_ns : gaps.f1_ns) +
               (s == p_ - 1 ? gaps.turn_ns : 0);
     }
+    ready += gaps.bottom_ns;
     std::vector<TimeNs> b_end(static_cast<std::size_t>(stages));
     for (int s = stages - 1; s >= 0; --s) {  // the backwards, down it
       const StageCosts& c = costs_[static_cast<std::size_t>(s)];
@@ -766,7 +773,8 @@ class VBlock {
       if (!at) return false;
       block_.push_back({Op{OpKind::B, s, s < p_ ? 0 : 1, 0}, *at});
       b_end[static_cast<std::size_t>(s)] = *at + c.b_ns + gaps.w_ns;
-      ready = *at + c.b_ns + c.b_out_ns + (s < p_ ? gaps.b0_ns : gaps.b1_ns);
+      ready = *at + c.b_ns + c.b_out_ns + (s < p_ ? gaps.b0_ns : gaps.b1_ns) +
+              (s == p_ ? gaps.b_turn_ns : 0);
     }
     for (int s = stages - 1; s >= 0; --s) {  // each W after its B
       const StageCosts& c = costs_[static_cast<std::size_t>(s)];
@@ -986,6 +994,34 @@ void squeeze(Schedule schedule, const CostModel& unit_model, const CostModel& mo
   }
 }
 
+// Waits of 0, 1 or 2 steps (the digits of `combination` in base 3) after the ops of each chain
+// and at the V's top (VBlock::Gaps), the chains' varying fastest.
+constexpr int kGapSteps = 3;
+constexpr int kGapCombinations = 3 * 3 * 3 * 3 * 3 * 3;  // the five chains, then the turn
+VBlock::Gaps chain_gaps(int combination, TimeNs step_ns) {
+  TimeNs wait[6];
+  for (int k = 0; k < 6; ++k, combination /= kGapSteps)
+    wait[k] = combination % kGapSteps * step_ns;
+  return VBlock::Gaps{.turn_ns = wait[5],
+                      .f0_ns = wait[0],
+                      .f1_ns = wait[1],
+                      .b1_ns = wait[2],
+                      .b0_ns = wait[3],
+                      .w_ns = wait[4]};
+}
+
+// Times `laid` repeated m times with `model` if it keeps within `limit`, offers it to `best`
+// and adds the run's ops to `spent_ops`; false where it does not keep within the limit.
+bool time_block(const VBlock& laid, int m, const std::vector<double>& limit, const CostModel& model,
+                Shortest& best, std::size_t& spent_ops) {
+  if (!laid.within(m, limit)) return false;
+  Schedule schedule = laid.repeat(m);
+  const TimeNs span = Engine(schedule, model).run().max_span_ns();
+  spent_ops += schedule.num_ops();
+  best.offer(std::move(schedule), span);
+  return true;
+}
+
 // Repeated building blocks within the memory limit, each timed by the engine with the real
 // costs; the best of each kind:
 //  1. laid out from the real costs, at periods from the shortest T0 to twice it (the shortest
@@ -1011,27 +1047,13 @@ std::vector<Timed> v_blocks(int p, int m, const std::vector<StageCosts>& costs,
   // m = 256 the two extra engine runs took 8-10 of the 20-22 ms of the generation.
   constexpr std::size_t kTimedOps = 60'000;
   constexpr std::size_t kPeriods = 3;
-  constexpr int kGapSteps = 3;                             // waits of 0, 1, 2 steps
-  constexpr int kGapCombinations = 3 * 3 * 3 * 3 * 3 * 3;  // the five chains, then the turn
   const std::size_t ops = static_cast<std::size_t>(6 * p) * static_cast<std::size_t>(m);
   std::vector<Timed> out;
   // The kinds. Five squeezed blocks instead of one changed no row (zb-v mean 0.9941 either way).
   Shortest real(kKeptPerKind), unit(kKeptPerKind), squeezed(1);
   std::size_t spent = 0;
-  // Times the block if it fits the memory limit.
   auto time = [&](const VBlock& laid, Shortest& best) {
-    if (!laid.within(m, limit)) return false;
-    Schedule schedule = laid.repeat(m);
-    const TimeNs span = Engine(schedule, model).run().max_span_ns();
-    spent += ops;
-    best.offer(std::move(schedule), span);
-    return true;
-  };
-  auto gaps = [](int combination, TimeNs step_ns) {
-    TimeNs wait[6];
-    for (int k = 0; k < 6; ++k, combination /= kGapSteps)
-      wait[k] = combination % kGapSteps * step_ns;
-    return VBlock::Gaps{wait[5], wait[0], wait[1], wait[2], wait[3], wait[4]};
+    return time_block(laid, m, limit, model, best, spent);
   };
 
   VBlock block(p, costs);
@@ -1052,17 +1074,54 @@ std::vector<Timed> v_blocks(int p, int m, const std::vector<StageCosts>& costs,
   const PerDeviceCostModel unit_model = unit_cost_model(p, costs);
   std::size_t squeeze_left = kSqueezeOps;
   for (int g = 0; g < kGapCombinations && spent + ops <= kGapOps; ++g) {
-    if (unit_block.lay_out(unit_block.min_period_ns(), gaps(g, kUnitNs)) && time(unit_block, unit))
+    if (unit_block.lay_out(unit_block.min_period_ns(), chain_gaps(g, kUnitNs)) &&
+        time(unit_block, unit))
       squeeze(unit_block.repeat(m), unit_model, model, limit, squeeze_left, squeezed);
   }
   for (const TimeNs period : periods) {
     for (int g = 1; g < kGapCombinations && spent + ops <= kGapOps; ++g) {
-      if (block.lay_out(period, gaps(g, t0 / 6))) time(block, real);
+      if (block.lay_out(period, chain_gaps(g, t0 / 6))) time(block, real);
     }
   }
   squeezed.move_to(out);
   unit.move_to(out);
   real.move_to(out);
+  return out;
+}
+
+// The unit-cost blocks of v_blocks (2.) again with a wait of 1 or 2 steps at the V's bottom or
+// at its top on the way down, or both (VBlock::Gaps; 8 turns, each with the 729 waits of the
+// chains, the first turn first), within kGapOps simulated ops, and squeezed as there, within
+// kSqueezeOps: the kKeptPerKind shortest and the shortest squeezed one, that one first. Only
+// for pipelines of at most kUnitCostOps ops. Why: a wait at a turn moves all the later ops of
+// the microbatch to other steps of the cycle, where the waits after each op of a chain move
+// each device's ops by a different amount. At unit costs, where 2p is a multiple of 6, a
+// device's chunk-0 forward and chunk-1 backward, and its chunk-1 forward and chunk-0
+// backward, fall on the same step of the cycle without it, on every device; a wait of 2 at the
+// bottom separates them all. With the real costs such blocks are further starts (generate).
+std::vector<Timed> turn_blocks(int p, int m, const std::vector<StageCosts>& costs,
+                               const std::vector<double>& limit, const CostModel& model) {
+  constexpr int kTurns = 3 * 3;  // the bottom's wait varying fastest, then the top's
+  const std::vector<StageCosts> unit_table = unit_costs(costs);  // unit_block keeps a reference
+  VBlock unit_block(p, unit_table);
+  const PerDeviceCostModel unit_model = unit_cost_model(p, costs);
+  Shortest laid(kKeptPerKind), squeezed(1);
+  std::size_t spent = 0, squeeze_left = kSqueezeOps;
+  const std::size_t ops = static_cast<std::size_t>(6 * p) * static_cast<std::size_t>(m);
+  for (int turn = 1; turn < kTurns; ++turn) {
+    for (int g = 0; g < kGapCombinations && spent + ops <= kGapOps; ++g) {
+      VBlock::Gaps gaps = chain_gaps(g, kUnitNs);
+      gaps.bottom_ns = turn % kGapSteps * kUnitNs;
+      gaps.b_turn_ns = turn / kGapSteps * kUnitNs;
+      if (unit_block.lay_out(unit_block.min_period_ns(), gaps) &&
+          time_block(unit_block, m, limit, model, laid, spent)) {
+        squeeze(unit_block.repeat(m), unit_model, model, limit, squeeze_left, squeezed);
+      }
+    }
+  }
+  std::vector<Timed> out;
+  squeezed.move_to(out);
+  laid.move_to(out);
   return out;
 }
 
@@ -1152,7 +1211,7 @@ class VShape final : public ScheduleGenerator {
     const std::vector<StageCosts> stage_cost = stage_costs(v_placement(p), costs);
     VSearch search(p, m, stage_cost, limit);
     search.run();
-    std::vector<Timed> candidates;
+    std::vector<Timed> candidates, turned;
     if (search.best())
       candidates.emplace_back(std::move(search.best_schedule()), search.best()->max_span_ns);
     // The search's earlier bests: starts worth having where they are justified below.
@@ -1167,6 +1226,7 @@ class VShape final : public ScheduleGenerator {
       std::optional<Timed> order;
       if (ops <= kUnitCostOps) order = unit_cost_order(p, m, stage_cost, limit, costs);
       if (order) candidates.push_back(std::move(*order));
+      if (ops <= kUnitCostOps) turned = turn_blocks(p, m, stage_cost, limit, costs);
     }
     if (candidates.empty()) {
       throw InvalidArgument("schedule '" + std::string(name()) +
@@ -1175,16 +1235,23 @@ class VShape final : public ScheduleGenerator {
     }
     for (const Timed& candidate : candidates)
       check(candidate.first, stage_cost, limit, costs);
+    for (const Timed& candidate : turned)
+      check(candidate.first, stage_cost, limit, costs);
     // Each candidate justified (improve.h, without local moves: a few engine runs), as a
     // block's order squeezed at its ends can beat a greedy's that was shorter before.
-    if (params.improve && candidates.size() > 1) {
-      const std::size_t budget = kJustifyOps / candidates.front().first.num_ops();
-      for (Timed& candidate : candidates) {
-        ImproveResult justified = improve_schedule(std::move(candidate.first), costs,
-                                                   ImproveLimits{limit, budget, false});
-        candidate.first = std::move(justified.schedule);  // as it was without a run
-        if (justified.runs > 0) candidate.second = justified.after_ns;
+    auto justify_candidate = [&](Timed& candidate) {
+      ImproveResult justified = improve_schedule(std::move(candidate.first), costs,
+                                                 ImproveLimits{limit, kJustifyOps / ops, false});
+      candidate.first = std::move(justified.schedule);  // as it was without a run
+      if (justified.runs > 0) candidate.second = justified.after_ns;
+    };
+    if (params.improve) {
+      if (candidates.size() > 1) {
+        for (Timed& candidate : candidates)
+          justify_candidate(candidate);
       }
+      for (Timed& candidate : turned)
+        justify_candidate(candidate);
     }
     std::stable_sort(candidates.begin(), candidates.end(),
                      [](const Timed& a, const Timed& b) { return a.second < b.second; });
@@ -1200,12 +1267,29 @@ class VShape final : public ScheduleGenerator {
         std::rotate(candidates.begin(), candidates.begin() + found, candidates.begin() + found + 1);
       }
     }
-    if (!params.improve) return std::move(candidates.front().first);
-    std::vector<Schedule> starts;
-    for (Timed& candidate : candidates)
-      starts.push_back(std::move(candidate.first));
-    const std::size_t budget = v_improve_budget_ops(starts.front().num_ops());
-    return improve_best_of(std::move(starts), costs, ImproveLimits{limit, budget}).schedule;
+    // The blocks with waits at the turns compete with the result as they are (justified).
+    // Spliced with the others they changed which splices the budget buys (V-Half lost 3 of its
+    // 36 reference rows); as further starts, which start the improver screens best and then
+    // improves (zb-v, p = 32, m = 100: 594.8 instead of 584.7 ms).
+    std::optional<Timed> turn;
+    for (Timed& candidate : turned) {
+      if (!turn || candidate.second < turn->second) turn = std::move(candidate);
+    }
+    Timed result;
+    if (params.improve) {
+      const TimeNs first_ns = candidates.front().second;
+      std::vector<Schedule> starts;
+      for (Timed& candidate : candidates)
+        starts.push_back(std::move(candidate.first));
+      const std::size_t budget = v_improve_budget_ops(starts.front().num_ops());
+      ImproveResult improved =
+          improve_best_of(std::move(starts), costs, ImproveLimits{limit, budget});
+      result = {std::move(improved.schedule), improved.runs > 0 ? improved.after_ns : first_ns};
+    } else {
+      result = std::move(candidates.front());
+    }
+    if (turn && turn->second < result.second) return std::move(turn->first);
+    return std::move(result.first);
   }
 
   // The candidates were timed and sized from the per-stage table. Checking the table against
