@@ -1091,36 +1091,32 @@ std::vector<Timed> v_blocks(int p, int m, const std::vector<StageCosts>& costs,
 
 // The unit-cost blocks of v_blocks (2.) again with a wait of 1 or 2 steps at the V's bottom or
 // at its top on the way down, or both (VBlock::Gaps; 8 turns, each with the 729 waits of the
-// chains, the first turn first), within kGapOps simulated ops, and squeezed as there, within
-// kSqueezeOps: the kKeptPerKind shortest and the shortest squeezed one, that one first. Only
-// for pipelines of at most kUnitCostOps ops. Why: a wait at a turn moves all the later ops of
-// the microbatch to other steps of the cycle, where the waits after each op of a chain move
-// each device's ops by a different amount. At unit costs, where 2p is a multiple of 6, a
-// device's chunk-0 forward and chunk-1 backward, and its chunk-1 forward and chunk-0
-// backward, fall on the same step of the cycle without it, on every device; a wait of 2 at the
-// bottom separates them all. With the real costs such blocks are further starts (generate).
+// chains, the first turn first), within kGapOps simulated ops: the kKeptPerKind shortest,
+// shortest first. Only for pipelines of at most kUnitCostOps ops. Why: a wait at a turn moves
+// all the later ops of the microbatch to other steps of the cycle, where the waits after each
+// op of a chain move each device's ops by a different amount. At unit costs, where 2p is a
+// multiple of 6, a device's chunk-0 forward and chunk-1 backward, and its chunk-1 forward and
+// chunk-0 backward, fall on the same step of the cycle without it, on every device; a wait of 2
+// at the bottom separates them all. (Squeezing them as v_blocks does took more time than all
+// the rest of this and turned no reference row.)
 std::vector<Timed> turn_blocks(int p, int m, const std::vector<StageCosts>& costs,
                                const std::vector<double>& limit, const CostModel& model) {
   constexpr int kTurns = 3 * 3;  // the bottom's wait varying fastest, then the top's
   const std::vector<StageCosts> unit_table = unit_costs(costs);  // unit_block keeps a reference
   VBlock unit_block(p, unit_table);
-  const PerDeviceCostModel unit_model = unit_cost_model(p, costs);
-  Shortest laid(kKeptPerKind), squeezed(1);
-  std::size_t spent = 0, squeeze_left = kSqueezeOps;
+  Shortest laid(kKeptPerKind);
+  std::size_t spent = 0;
   const std::size_t ops = static_cast<std::size_t>(6 * p) * static_cast<std::size_t>(m);
   for (int turn = 1; turn < kTurns; ++turn) {
     for (int g = 0; g < kGapCombinations && spent + ops <= kGapOps; ++g) {
       VBlock::Gaps gaps = chain_gaps(g, kUnitNs);
       gaps.bottom_ns = turn % kGapSteps * kUnitNs;
       gaps.b_turn_ns = turn / kGapSteps * kUnitNs;
-      if (unit_block.lay_out(unit_block.min_period_ns(), gaps) &&
-          time_block(unit_block, m, limit, model, laid, spent)) {
-        squeeze(unit_block.repeat(m), unit_model, model, limit, squeeze_left, squeezed);
-      }
+      if (unit_block.lay_out(unit_block.min_period_ns(), gaps))
+        time_block(unit_block, m, limit, model, laid, spent);
     }
   }
   std::vector<Timed> out;
-  squeezed.move_to(out);
   laid.move_to(out);
   return out;
 }

@@ -50,7 +50,7 @@
 //        with a wait of 1-2 steps at the V's bottom or at its top on the way down (which
 //        moves whole chains to other steps of the cycle: where 2p is a multiple of 6, every
 //        device's forward of one chunk and backward of the other fall on the same step without
-//        it), within the same budgets again, justified, replace the result where one is shorter
+//        it), within the same budget again, justified, replace the result where one is shorter
 //        as it is (zb-v: 2 more reference rows at or below the authors', up to 1.2% shorter). Every candidate is
 //        justified (sim/schedules/justify.h: packed right, then left within the limit); for
 //        pipelines of at most 30k ops the shortest is then spliced with each of the others
