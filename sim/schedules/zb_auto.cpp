@@ -67,8 +67,12 @@ std::vector<int> warmup_forwards(int m, const std::vector<StageCosts>& c,
     }
     const double window = static_cast<double>(b_arrives - first_f[i]);
     const double fit = window / static_cast<double>(std::max<TimeNs>(c[i].f_ns, 1));
-    int n = static_cast<int>(choices.idle_before_first_b ? std::floor(fit + 1e-9)
-                                                         : std::ceil(fit - 1e-9));
+    // Into [0, m] in doubles before the cast: a forward of (almost) no time fits billions of
+    // times (a stage's F of 0 ms; the cast overflowed, found by options_fuzz), and the warm-up
+    // is at most m below anyway.
+    const double rounded =
+        choices.idle_before_first_b ? std::floor(fit + 1e-9) : std::ceil(fit - 1e-9);
+    int n = static_cast<int>(std::clamp(rounded, 0.0, static_cast<double>(m)));
     if (s < p - 1) n = std::max(n, warm[i + 1] + 1);
     if (choices.short_warmup) n = std::min(n, p - s);
     // In doubles first: the limit may be infinite.

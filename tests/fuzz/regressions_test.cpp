@@ -398,6 +398,25 @@ TEST_F(FuzzRegression, F25BackwardsThatAllocateAreScheduledWithinTheLimit) {
   EXPECT_NE(r.out.find("\"peak_activation_memory\": 8"), std::string::npos) << r.out;
 }
 
+// Found by options_fuzz (UBSan, float-cast-overflow): a stage whose forward takes 0 ms fits
+// billions of warm-up forwards before its first B, and zb-auto's warm-up estimate cast that count
+// to int before capping it at m (undefined; the release build went on with INT_MIN). The
+// sanitized build of this test stops there without the fix; both builds check the answer.
+TEST_F(FuzzRegression, F27AStageWithAForwardOfNoTimeGetsAWarmUpWithinM) {
+  inputs("27");
+  Result r = run("compare -s 1f1b,zb-h1,zb-2p --no-improve --f 0,2,2,3,332,3,0,1");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("zb-2p"), std::string::npos) << r.out;
+  r = run("simulate -s zb-2p --no-improve --f 0,2,2,3,332,3,0,1 --json");
+  ASSERT_EQ(r.status, 0) << r.err;
+  // Within zb-2p's limit 2p M_B = 16, and no shorter than stage 4's 24 forwards of 332 ms.
+  EXPECT_NE(r.out.find("\"peak_activation_memory\": 16.0,"), std::string::npos) << r.out;
+  const std::string key = "\"max_device_span_ms\": ";
+  const std::size_t at = r.out.find(key);
+  ASSERT_NE(at, std::string::npos) << r.out;
+  EXPECT_GE(std::stod(r.out.substr(at + key.size())), 24 * 332.0);
+}
+
 // Found by options_fuzz (a timeout): an input ending in --gpu took the harness's --no-improve as
 // the GPU's name, and --gpu without --model or --cluster was ignored; so was --efficiency
 // without --model. Options that would change nothing are refused, as --mem-limit on a schedule
