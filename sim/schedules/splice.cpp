@@ -1,5 +1,6 @@
 #include "sim/schedules/splice.h"
 
+#include <algorithm>
 #include <optional>
 
 #include "sim/metrics.h"
@@ -32,11 +33,9 @@ namespace {
 
 bool within(const Schedule& schedule, const CostModel& costs, const std::vector<double>& limit) {
   if (limit.empty()) return true;
-  for (std::size_t d = 0; d < schedule.device_ops.size(); ++d) {
-    if (activation_peak(schedule.device_ops[d], static_cast<int>(d), costs) > limit[d] + 1e-9)
-      return false;
-  }
-  return true;
+  const std::vector<double> peaks = activation_peaks(schedule, costs);
+  return std::equal(peaks.begin(), peaks.end(), limit.begin(),
+                    [](double peak, double l) { return peak <= l + 1e-9; });
 }
 
 }  // namespace
