@@ -19,9 +19,12 @@
 //    after it or to the end of its device's order;
 //  - the waiting op moved after the op that follows it (which may be ready sooner).
 // A move that deadlocks is dropped. When no move helps and budget is left, iterated local
-// search: two random moves of the best schedule (an op shifted by up to 4 places), a descent
-// from there over the 20 most promising moves of each step, kept where it ends better than
-// the best; seeded, so the same input gives the same schedule. The search stops when the ops
+// search: two random moves of the best schedule (an op shifted by up to 4 places; the first
+// of them, an op of the best's critical path that waited for its device, moved earlier), a
+// descent from there over the 20 most promising moves of each step, kept where it ends
+// better than the best; seeded, so the same input gives the same schedule. The critical path
+// runs back from the last op of the longest device, through each op's input where it started
+// as the input arrived, else through the op before it on its device. The search stops when the ops
 // simulated reach the budget. Each round costs one engine run per move tried (O(ops) each).
 #pragma once
 
