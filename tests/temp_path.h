@@ -7,38 +7,14 @@
 
 #include <filesystem>
 #include <string>
-#include <system_error>
-#include <vector>
+
+#include "tests/removed_at_exit.h"
 
 namespace bubblesim::testing {
 
-// The paths temp_path gave out, removed (files or folders) when the process that asked for
-// them exits, so that test runs leave nothing behind in TempDir(). A forked child that exits
-// leaves its parent's paths alone.
-class TempPaths {
- public:
-  void add(const std::string& path) {
-    for (const std::string& known : paths_) {
-      if (known == path) return;
-    }
-    paths_.push_back(path);
-  }
-  ~TempPaths() {
-    if (::getpid() != owner_) return;
-    for (const std::string& path : paths_) {
-      std::error_code ignored;
-      std::filesystem::remove_all(path, ignored);
-    }
-  }
-
- private:
-  pid_t owner_ = ::getpid();
-  std::vector<std::string> paths_;
-};
-
 // TempDir()/bubblesim_<pid>_<name>, removed at exit.
 inline std::string temp_path(const std::string& name) {
-  static TempPaths given;
+  static RemovedAtExit given;
   std::string path = ::testing::TempDir() + "bubblesim_" + std::to_string(::getpid()) + "_" + name;
   given.add(path);
   return path;

@@ -9,33 +9,15 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
-#include <vector>
+
+#include "tests/removed_at_exit.h"
 
 namespace bubblesim::fuzz {
-
-// Removes the files as_file wrote when the process exits (libFuzzer ends with exit(); a forked
-// child ends with _exit() and leaves its parent's files alone).
-class FuzzFiles {
- public:
-  void add(const std::string& path) {
-    for (const std::string& known : paths_) {
-      if (known == path) return;
-    }
-    paths_.push_back(path);
-  }
-  ~FuzzFiles() {
-    for (const std::string& path : paths_)
-      std::remove(path.c_str());
-  }
-
- private:
-  std::vector<std::string> paths_;
-};
 
 // Writes `data` to a file of this process (same name every call, ending in `suffix`) and
 // returns its path. The file is removed at exit.
 inline std::string as_file(const std::uint8_t* data, std::size_t size, const char* suffix) {
-  static FuzzFiles written;
+  static testing::RemovedAtExit written;
   const char* tmp = std::getenv("TMPDIR");
   const std::string path = std::string(tmp != nullptr ? tmp : "/tmp") + "/bubblesim-fuzz-" +
                            std::to_string(::getpid()) + suffix;
