@@ -6,7 +6,8 @@
 # (configured here: Release, fuzz targets only); another one must be configured with
 # -DBUBBLESIM_FUZZ=ON (cmake/test.sh's build-asan is). FUZZ_PARALLEL=N runs N targets at once
 # (default 1). Prints executions and coverage per target; exits 1 when a target finds a crash
-# (its reproducer is left in BUILD_DIR/findings/TARGET). Needs clang. docs/robustness.md.
+# (its reproducer is left in BUILD_DIR/findings/TARGET) or leaves files in its working folder
+# (BUILD_DIR/work/TARGET). Needs clang. docs/robustness.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-60}"
@@ -30,11 +31,18 @@ grep -q '^BUBBLESIM_FUZZ:BOOL=ON' "$build/CMakeCache.txt" ||
 cmake --build "$build" -j "$(nproc)" --target "${targets[@]/%/_fuzz}"
 
 shared=../shared/data
+root="$PWD"
+build_abs="$(cd "$build" && pwd)"
 
-# Runs one target; its log is $build/findings/TARGET.log, 0 or 1 (crash) in TARGET.status.
+# Runs one target in an empty working folder of its own ($build/work/TARGET: a target that
+# writes files where it runs, as options_fuzz once did through an abbreviated --out, is a
+# finding, not litter in the checkout); its log is $build/findings/TARGET.log, 0 or 1 (crash)
+# in TARGET.status.
 run_target() {
-  local target="$1" corpus="$build/corpus/$1" findings="$build/findings/$1" max_len=65536
+  local target="$1" corpus="$build_abs/corpus/$1" findings="$build_abs/findings/$1"
+  local work="$build_abs/work/$1" max_len=65536
   mkdir -p "$corpus" "$findings"
+  rm -rf "$work" && mkdir -p "$work"
   cp -n tests/fuzz/corpus/"$target"/* "$corpus"/ 2>/dev/null || true
   if [ "$target" = kineto_trace ] && [ -d "$shared/traces" ]; then
     cp -n "$shared"/traces/*.json* "$corpus"/ 2>/dev/null || true
@@ -44,13 +52,14 @@ run_target() {
   # about 4 s on a free core, and over 20 s on a starved one (nice 19 on a loaded machine).
   # libhdf5 asks for absurd sizes on damaged files (it copes with a null) and leaks on its error
   # paths: neither is bubblesim's.
-  ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 \
-  LSAN_OPTIONS=suppressions=tests/fuzz/lsan.supp \
-  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    "$build/tests/fuzz/${target}_fuzz" "$corpus" -max_total_time="$seconds" \
-      -dict="tests/fuzz/dict/$target.dict" -max_len="$max_len" -timeout=60 \
-      -rss_limit_mb=4096 -print_final_stats=1 -artifact_prefix="$findings/" \
-      >"$findings.log" 2>&1 && echo 0 >"$findings.status" || echo 1 >"$findings.status"
+  (cd "$work" &&
+    ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 \
+    LSAN_OPTIONS=suppressions="$root/tests/fuzz/lsan.supp" \
+    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+      "$build_abs/tests/fuzz/${target}_fuzz" "$corpus" -max_total_time="$seconds" \
+        -dict="$root/tests/fuzz/dict/$target.dict" -max_len="$max_len" -timeout=60 \
+        -rss_limit_mb=4096 -print_final_stats=1 -artifact_prefix="$findings/" \
+        >"$findings.log" 2>&1) && echo 0 >"$findings.status" || echo 1 >"$findings.status"
 }
 
 for target in "${targets[@]}"; do
@@ -67,6 +76,8 @@ for target in "${targets[@]}"; do
   result=ok
   [ "$(cat "$build/findings/$target.status" 2>/dev/null)" = 0 ] ||
     { result="CRASH (see $log)"; status=1; }
+  [ -z "$(ls -A "$build/work/$target" 2>/dev/null)" ] ||
+    { result="WROTE FILES where it ran (see $build/work/$target)"; status=1; }
   executions=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1 || true)
   per_second=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1 || true)
   cov=$( (grep -o 'cov: [0-9]*' "$log" || true) | tail -1 | cut -d' ' -f2)

@@ -1,12 +1,11 @@
 // The command-line option parser: the bytes are split at NUL or newline into arguments of
-// `bubblesim simulate` or `compare` (the first byte picks the command).
-// Arguments that would write files or run long (outputs, --exact, --samples) are dropped, and
-// sizes are capped by --max-memory. The schedule searches are left out too: they spend
-// seconds at the default sizes in a release build (v-half at p = 8, m = 24: 2 s), minutes
-// under the fuzzer's instrumentation. Words naming a V schedule or `all` are dropped, compare
-// gets a list of three when no schedule is given, and zb-1p/2p/auto run with --no-improve.
-// So each input runs in milliseconds to a second. Bad input must be an exit status of 2 with
-// one line.
+// `bubblesim simulate` or `compare` (the first byte picks the command). Arguments that would write
+// files or run long (outputs, --exact, --samples) are dropped, also where abbreviated, and sizes
+// are capped by --max-memory. The schedule searches are left out too: they spend seconds at the
+// default sizes in a release build (v-half at p = 8, m = 24: 2 s), minutes under the fuzzer's
+// instrumentation. Words naming a V schedule or `all` are dropped, compare gets a list of three
+// when no schedule is given, and zb-1p/2p/auto run with --no-improve. So each input runs in
+// milliseconds to a second. Bad input must be an exit status of 2 with one line.
 #include <algorithm>
 #include <initializer_list>
 #include <sstream>
@@ -24,8 +23,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         "--out",           "--trace-json", "--write-schedule",  "--html",       "--svg",
         "--exact",         "--samples",    "--mem-limit-sweep", "--max-memory", "--profile",
         "--schedule-file", "--model",      "--cluster",         "--no-i"};
+    // The option itself, or an abbreviation of it (Boost takes unique prefixes: `--ou FILE`
+    // wrote results files into the fuzzer's working folder), with or without `=value`.
+    const std::string name = word.substr(0, word.find('='));
     for (const char* d : kDropped) {
-      if (word.rfind(d, 0) == 0) word.clear();
+      if (word.rfind(d, 0) == 0 ||
+          (name.size() > 2 && name.rfind("--", 0) == 0 && std::string(d).rfind(name, 0) == 0))
+        word.clear();
     }
     for (const char* slow : {"zb-v", "v-half", "v-min", "all"}) {
       if (word.find(slow) != std::string::npos) word.clear();
