@@ -318,7 +318,8 @@ class Improver {
   // Back along the critical path from the last op of the longest device: through its data
   // input where the op started as it arrived, else through the op before it on its device
   // where the op started as that one ended. The ops of the path held up by their device that
-  // way, the nearest the end first (at most kCriticalHeld).
+  // way, the nearest the end first (at most kCriticalHeld). `e` is current_'s evaluation. The
+  // walk ends: data inputs and device order form no cycle in a schedule that ran.
   std::vector<Place> critical_ops(const Evaluation& e) const {
     const OpSlots slots(current_.num_stages(), current_.num_microbatches);
     const std::vector<Place> place = places(slots);
