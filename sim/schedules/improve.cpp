@@ -324,11 +324,9 @@ class Improver {
     const OpSlots slots(current_.num_stages(), current_.num_microbatches);
     const std::vector<Place> place = places(slots);
     std::vector<Place> out;
-    int longest = 0;
-    for (std::size_t d = 0; d < e.span_ns.size(); ++d) {
-      if (e.span_ns[d] > e.span_ns[static_cast<std::size_t>(longest)])
-        longest = static_cast<int>(d);
-    }
+    if (e.span_ns.empty()) return out;
+    const auto longest =
+        static_cast<int>(std::max_element(e.span_ns.begin(), e.span_ns.end()) - e.span_ns.begin());
     const auto& last = e.timeline.device_ops[static_cast<std::size_t>(longest)];
     if (last.empty()) return out;
     Place at{longest, last.size() - 1};
