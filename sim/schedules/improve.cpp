@@ -221,9 +221,35 @@ class Improver {
     }
     shift(ops, move.from, move.to);
     if (within_limit(ops, move.device)) return true;
+    if (earlier && op.kind == OpKind::F && repair_memory(schedule, move.device, move.to))
+      return true;
     shift(ops, move.to, move.from);
     return false;
   }
+
+  // A forward moved earlier to `at` that takes the device over its limit: the first pending W's
+  // after it (their B's before `at`) moved to just before it, one at a time (a W frees M_W, a
+  // forward takes M_B), at most kRepairWs, until the device is within its limit. Leaves the
+  // order as it was and returns false where that does not bring it within.
+  bool repair_memory(Schedule& schedule, int device, std::size_t at) const {
+    auto& ops = schedule.device_ops[static_cast<std::size_t>(device)];
+    const std::vector<Op> before = ops;
+    std::size_t moved = 0;
+    for (std::size_t j = at + 1; j < ops.size() && moved < kRepairWs; ++j) {
+      if (ops[j].kind != OpKind::W) continue;
+      bool pending = false;
+      for (std::size_t i = 0; i < at && !pending; ++i)
+        pending = ops[i].kind == OpKind::B && ops[i].stage == ops[j].stage &&
+                  ops[i].microbatch == ops[j].microbatch;
+      if (!pending) continue;
+      shift(ops, j, at++);
+      ++moved;
+      if (within_limit(ops, device)) return true;
+    }
+    ops = before;
+    return false;
+  }
+  static constexpr std::size_t kRepairWs = 4;
 
   // Moves ops[from] to position `to`, the ops between shifting by one.
   static void shift(std::vector<Op>& ops, std::size_t from, std::size_t to) {

@@ -4,7 +4,8 @@
 // What it optimises: the largest device span (the zero-bubble paper's cost), then the sum of
 // the device spans (so that progress off the longest device counts too). It never returns a
 // schedule worse than its input by that order, and never lets a device's activation memory
-// exceed its limit (a move that would is not tried).
+// exceed its limit (a move that would is not tried, unless pending W's moved along with it
+// bring the device back within, below).
 //
 // How: first the W's that held up the op after them, on the devices whose span is below the
 // longest, deferred to the end of their device's order as far as that slack and the memory
@@ -18,7 +19,10 @@
 //    8 ops, never past its own input), or the W that ran shortly before it deferred to just
 //    after it or to the end of its device's order;
 //  - the waiting op moved after the op that follows it (which may be ready sooner).
-// A move that deadlocks is dropped. When no move helps and budget is left, iterated local
+// A move that deadlocks is dropped. A forward moved earlier past the W's that freed its memory
+// (the device would go over its limit) takes up to 4 of its device's pending W's along, each to
+// just before it: a memory-bound device can then start the forward sooner, which no single move
+// could. When no move helps and budget is left, iterated local
 // search: two random moves of the best schedule (an op shifted by up to 4 places; the first
 // of them, an op of the best's critical path that waited for its device, moved earlier), a
 // descent from there over the 20 most promising moves of each step, kept where it ends
