@@ -132,6 +132,13 @@ void write_file(const Where& at, const std::string& temporary, const traces::Pro
 
 // The longest time a profile may hold: the simulator's largest op time (1e9 ms).
 constexpr std::int64_t kMaxProfileTimeNs = 1'000'000'000'000'000;
+// The largest trace-clock time a profile may hold, either side of 0: the difference of any two
+// (a gap between passes, a pass and a collective) must fit in 64 bits. Trace clocks count from
+// the epoch or from the process start: today's epoch in ns is 1.8e18.
+constexpr std::int64_t kMaxProfileClockNs = 4'000'000'000'000'000'000;
+bool on_the_clock(std::int64_t ns) {
+  return ns >= -kMaxProfileClockNs && ns <= kMaxProfileClockNs;
+}
 
 std::int64_t read_int64(const Where& at, hid_t file, const char* name) {
   const auto value = read_number<std::int64_t>(at, file, "the root group", name, H5T_NATIVE_INT64);
@@ -198,6 +205,9 @@ traces::Profile read_profile_unlocked(const std::string& path) {
     if (r.kernel_ns < 0 || r.kernel_ns > kMaxProfileTimeNs) {
       bad("kernel_ns " + std::to_string(r.kernel_ns) + " out of range (0 to 1e15 ns)");
     }
+    if (!on_the_clock(r.gpu_start_ns)) {
+      bad("gpu_start_ns " + std::to_string(r.gpu_start_ns) + " out of range (-4e18 to 4e18 ns)");
+    }
     std::int64_t span_ns = 0;
     if (__builtin_sub_overflow(r.gpu_end_ns, r.gpu_start_ns, &span_ns) || span_ns < 0 ||
         span_ns > kMaxProfileTimeNs) {
@@ -220,6 +230,10 @@ traces::Profile read_profile_unlocked(const std::string& path) {
     if (r.duration_ns < 0 || r.duration_ns > kMaxProfileTimeNs) {
       at.fail("dataset 'comms': duration_ns " + std::to_string(r.duration_ns) +
               " out of range (0 to 1e15 ns)");
+    }
+    if (!on_the_clock(r.start_ns)) {
+      at.fail("dataset 'comms': start_ns " + std::to_string(r.start_ns) +
+              " out of range (-4e18 to 4e18 ns)");
     }
     profile.comms.push_back(
         {r.collective, r.trace, r.device, r.start_ns, r.duration_ns, r.in_bytes, r.out_bytes});

@@ -26,6 +26,10 @@ class ProfileFileTest : public bubblesim::testing::TempDirTest {
   }
 };
 
+// The trace-clock times a profile may hold: -4e18 to 4e18 ns (the difference of any two fits in
+// 64 bits).
+constexpr sim::TimeNs kClockEdgeNs = 4'000'000'000'000'000'000;
+
 traces::Profile sample_profile() {
   traces::Profile p;
   p.passes.push_back(
@@ -33,8 +37,8 @@ traces::Profile sample_profile() {
   p.passes.push_back({{sim::OpKind::B, 12, 7, 1},
                       1,
                       -5,
-                      std::numeric_limits<sim::TimeNs>::max() - 1,
-                      std::numeric_limits<sim::TimeNs>::max(),
+                      kClockEdgeNs - 1,  // the latest start a profile may hold
+                      kClockEdgeNs,
                       1,
                       1});
   p.passes.push_back({{sim::OpKind::W, traces::kNoNumber, traces::kNoNumber, traces::kNoNumber},
@@ -166,6 +170,23 @@ TEST_F(ProfileFileTest, BadFilesGiveErrorsNamingTheFile) {
       error_of(path("p.h5")).find(path("p.h5") + ": the root group: dataset 'comms' is missing"),
       std::string::npos)
       << error_of(path("p.h5"));
+  // Times beyond the trace clock's range: a gap between two passes, or a pass and a collective,
+  // would overflow (the profile_values fuzzer's first find: `simulate --profile` computed
+  // 0 - INT64_MIN).
+  traces::Profile early = sample_profile();
+  early.passes[0].gpu_start_ns = -kClockEdgeNs - 1;
+  early.passes[0].gpu_end_ns = -kClockEdgeNs;
+  write_profile(path("early.h5"), early, {"v", "c"});
+  EXPECT_EQ(error_of(path("early.h5")),
+            path("early.h5") +
+                ": dataset 'passes', row 0: gpu_start_ns -4000000000000000001 out of range (-4e18 "
+                "to 4e18 ns)");
+  traces::Profile late = sample_profile();
+  late.comms[1].start_ns = std::numeric_limits<sim::TimeNs>::max();
+  write_profile(path("late.h5"), late, {"v", "c"});
+  EXPECT_EQ(error_of(path("late.h5")),
+            path("late.h5") +
+                ": dataset 'comms': start_ns 9223372036854775807 out of range (-4e18 to 4e18 ns)");
   // A truncated profile.
   write_profile(path("t.h5"), sample_profile(), {"v", "c"});
   fs::resize_file(path("t.h5"), fs::file_size(path("t.h5")) / 2);
