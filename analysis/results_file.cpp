@@ -154,6 +154,12 @@ void check_run(const Where& at, const std::string& what, const RunRecord& run) {
                std::to_string(end) + ")");
     }
   };
+  // Every run bubblesim writes has a devices row per device (pp of them, times --dp), and the
+  // reports draw a row per device: pp beyond them would draw rows of nothing (or billions).
+  if (run.parameters.pp < 0 || run.parameters.pp > devices) {
+    at.fail(what + ": attribute 'pp' " + std::to_string(run.parameters.pp) +
+            " out of range (0 to the " + std::to_string(devices) + " rows of dataset 'devices')");
+  }
   for (std::size_t i = 0; i < run.devices.size(); ++i)
     device("devices", i, run.devices[i].device);
   for (std::size_t i = 0; i < run.ops.size(); ++i) {

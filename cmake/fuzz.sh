@@ -18,7 +18,7 @@ command -v clang++ >/dev/null || { echo "fuzz.sh: clang++ not found (apt-get ins
 [[ "$parallel" =~ ^[1-9][0-9]*$ ]] || { echo "fuzz.sh: FUZZ_PARALLEL must be a whole number > 0, got '$parallel'" >&2; exit 2; }
 
 targets=(kineto_trace profiler_trace schedule_csv lowered_schedule model_yaml cluster_yaml
-         study_yaml runs_yaml calibration_yaml profile_h5 results_h5 options profile_values)
+         study_yaml runs_yaml calibration_yaml profile_h5 results_h5 options profile_values results_values)
 
 if [ ! -f "$build/CMakeCache.txt" ]; then
   [ "$build" = build-fuzz ] || { echo "fuzz.sh: $build is not configured (cmake -DBUBBLESIM_FUZZ=ON)" >&2; exit 2; }

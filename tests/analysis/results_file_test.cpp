@@ -275,6 +275,30 @@ TEST_F(ResultsFileTest, ForeignTruncatedAndNewerFilesGiveClearErrors) {
   expect_refused(path("folder.h5"), "not a regular file");
 }
 
+// What the reports index or draw is checked against the run's own tables when it is read (the
+// results_values fuzzer's find: a pp of -2147483647 reached the timeline's row arithmetic).
+TEST_F(ResultsFileTest, APipelineSizeBeyondTheRunsDevicesIsRefused) {
+  const auto error_of = [&](std::int32_t pp) -> std::string {
+    RunRecord run = simulated("a", "1f1b", 2, 2, 1);
+    run.parameters.pp = pp;
+    write_runs(path("pp.h5"), {run}, kWriter, true);
+    try {
+      ResultsReader(path("pp.h5")).read_run("a");
+    } catch (const ResultsFileError& e) {
+      return e.what();
+    }
+    return "no error";
+  };
+  EXPECT_EQ(error_of(-2147483647),
+            path("pp.h5") +
+                ": run 'a': attribute 'pp' -2147483647 out of range (0 to the 2 rows of dataset "
+                "'devices')");
+  EXPECT_EQ(error_of(3), path("pp.h5") +
+                             ": run 'a': attribute 'pp' 3 out of range (0 to the 2 rows of dataset "
+                             "'devices')");
+  EXPECT_EQ(error_of(2), "no error");
+}
+
 // The h5py/pandas snippet of docs/results-format.md, run on a file written here.
 TEST_F(ResultsFileTest, DocumentedPythonSnippetReadsRunsWithoutBubblesim) {
   const char* python = "/usr/bin/python3";
