@@ -237,10 +237,9 @@ class Improver {
     std::size_t moved = 0;
     for (std::size_t j = at + 1; j < ops.size() && moved < kRepairWs; ++j) {
       if (ops[j].kind != OpKind::W) continue;
-      bool pending = false;
+      bool pending = false;  // its B runs before `at`
       for (std::size_t i = 0; i < at && !pending; ++i)
-        pending = ops[i].kind == OpKind::B && ops[i].stage == ops[j].stage &&
-                  ops[i].microbatch == ops[j].microbatch;
+        pending = feeds(schedule, ops[i], ops[j]);
       if (!pending) continue;
       shift(ops, j, at++);
       ++moved;
