@@ -806,8 +806,10 @@ class VBlock {
     schedule.device_ops.resize(static_cast<std::size_t>(p_));
     for (std::size_t d = 0; d < per_device.size(); ++d) {
       auto& entries = per_device[d];
-      std::sort(entries.begin(), entries.end(),
-                [](const Entry& a, const Entry& b) { return a.remainder < b.remainder; });
+      // Ops that start together (passes that take no time) keep the block's order, which
+      // is their inputs' order within a microbatch.
+      std::stable_sort(entries.begin(), entries.end(),
+                       [](const Entry& a, const Entry& b) { return a.remainder < b.remainder; });
       TimeNs first = kNever, last = 0;
       for (const Entry& e : entries) {
         first = std::min(first, e.round);
@@ -828,6 +830,16 @@ class VBlock {
     return schedule;
   }
 
+  // Whether two ops of a device start at the same step of the cycle.
+  bool starts_together() const {
+    const std::vector<int> device = v_placement(p_);
+    std::vector<std::pair<int, TimeNs>> steps;
+    for (const auto& [op, start_ns] : block_)
+      steps.emplace_back(device[static_cast<std::size_t>(op.stage)], start_ns % period_ns_);
+    std::sort(steps.begin(), steps.end());
+    return std::adjacent_find(steps.begin(), steps.end()) != steps.end();
+  }
+
   // Whether the block repeated m times keeps every device within its limit.
   bool within(int m, const std::vector<double>& limit) const {
     TimeNs first = kNever, last = 0;
@@ -835,8 +847,11 @@ class VBlock {
       first = std::min(first, start_ns);
       last = std::max(last, start_ns);
     }
-    // Fewer microbatches than overlap: the repeated order itself.
-    if (m <= (last - first) / period_ns_ + 2) return fits(repeat(m), costs_, limit);
+    // Fewer microbatches than overlap, or ops of a device that start together (passes that
+    // take no time): the repeated order itself. The closed form below counts ops that start
+    // together as one step and would miss the peak between them.
+    if (m <= (last - first) / period_ns_ + 2 || starts_together())
+      return fits(repeat(m), costs_, limit);
     // Otherwise the steady state's peak, which the warm-up never exceeds: just after op o
     // (at s_o + K T, K large) a device holds sum over its ops o' of delta(o') times the
     // repeats of o' started by then, K + floor((s_o - s_o') / T) (the K terms cancel, as a

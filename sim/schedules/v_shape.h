@@ -37,7 +37,9 @@
 //        Unless the greedy reached zero bubble, repeated building blocks compete with it
 //        (the controllable-memory paper's construction): one microbatch's ops on a cycle of period
 //        T per device, each at the earliest time its input allows where the cycle is free, the
-//        block repeated every T, its memory checked in closed form. Laid out from the real costs
+//        block repeated every T, its memory checked in closed form (on the repeated order
+//        itself where ops of a device start together: passes that take no time). Laid out
+//        from the real costs
 //        (periods from the busiest device's work up to twice it, the shortest that fit timed by the
 //        engine: 3 within 60k simulated ops, 1 from 30k ops on); and, for pipelines of at most 30k
 //        ops, with waits of 0-2 steps after the ops of each chain and at the V's top (the 729
@@ -51,8 +53,9 @@
 //        moves whole chains to other steps of the cycle: where 2p is a multiple of 6, every
 //        device's forward of one chunk and backward of the other fall on the same step without
 //        it), within the same budget again, justified, replace the result where one is shorter
-//        as it is (zb-v: 2 more reference rows at or below the authors', up to 1.2% shorter). Every candidate is
-//        justified (sim/schedules/justify.h: packed right, then left within the limit); for
+//        as it is (zb-v: 2 more reference rows at or below the authors', up to 1.2% shorter).
+//        Every candidate is justified (sim/schedules/justify.h: packed right, then left within
+//        the limit); for
 //        pipelines of at most 30k ops the shortest is then spliced with each of the others
 //        (sim/schedules/splice.h: one's ops up to a cut time, the other's order after it, 19
 //        cuts, both ways round, within 4M simulated ops), rounds while a splice is shorter; all

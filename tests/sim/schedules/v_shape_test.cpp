@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <limits>
+#include <string>
 
 #include "sim/op_graph.h"
 #include "sim/placement.h"
@@ -180,6 +181,33 @@ TEST(ControllableMemory, PeaksAreHalfAndAThirdOfOneFOneBs) {
     const Metrics full = simulate(zb_v(p, 3 * p, &costs), costs).metrics;
     EXPECT_LE(full.bubble_rate, half.bubble_rate) << p;
     EXPECT_LE(half.bubble_rate, third.bubble_rate + 1e-12) << p;
+  }
+}
+
+// A forward that takes no time (a profile's F of 0 ms) starts with the op before it: the
+// building blocks' memory then depends on the order of ops that start together, which the
+// closed form of the blocks' steady state did not see (a random `simulate` found v-half over
+// its limit: "internal error: ... the V greedy exceeded its memory limit"; zb-v and v-min
+// alike, from m = 8 at p = 4). Every peak within the limit, default or given. (The
+// generators check their candidates against the limit before the improver, left out here
+// for time.)
+TEST(ControllableMemory, ForwardsThatTakeNoTimeKeepTheLimit) {
+  const int p = 4, m = 8;
+  ScheduleRegistry registry;
+  add_v_shape_schedules(registry);
+  const auto costs = PerDeviceCostModel::uniform(
+      DeviceCosts{0, ms_to_ns(4), ms_to_ns(1.6), ms_to_ns(0.6), 1.0, 0.5}, p, 2);
+  for (const char* name : {"zb-v", "v-half", "v-min"}) {
+    for (const double limit : {0.0, 3.36}) {
+      const Schedule s = registry.get(name).generate(ScheduleParams{p, m, 2, &costs, limit, false});
+      EXPECT_NO_THROW(s.validate()) << name;
+      const double bound = limit > 0                       ? limit
+                           : std::string(name) == "zb-v"   ? p
+                           : std::string(name) == "v-half" ? (p + 2) / 2.0
+                                                           : (p + 4) / 3;
+      EXPECT_LE(simulate(s, costs).metrics.peak_activation_memory, bound + 1e-9)
+          << name << " limit " << limit;
+    }
   }
 }
 
