@@ -735,7 +735,8 @@ class VBlock {
   }
 
   // The block with period `period_ns` (its ops' start times), or false when a W finds no
-  // room in its device's cycle.
+  // room in its device's cycle, or when the period is not positive (every pass takes no
+  // time: there is no cycle to lay out on).
   // Extra waits of the block's chains: at the V's top (between the last forward of chunk 0 and
   // the first of chunk 1, on device p-1: slack where the chunks meet), after each forward of
   // chunk 0 and of chunk 1, each backward of chunk 1 and of chunk 0, and before each W (slack
@@ -751,6 +752,7 @@ class VBlock {
 
   bool lay_out(TimeNs period_ns) { return lay_out(period_ns, Gaps{}); }
   bool lay_out(TimeNs period_ns, const Gaps& gaps) {
+    if (period_ns <= 0) return false;
     period_ns_ = period_ns;
     const std::vector<int> device = v_placement(p_);
     busy_.assign(static_cast<std::size_t>(p_), {});

@@ -211,6 +211,31 @@ TEST(ControllableMemory, ForwardsThatTakeNoTimeKeepTheLimit) {
   }
 }
 
+// Passes that all take no time, with transfers that do: the building blocks have no cycle to
+// lay out on (their period was 0, and the layout divided by it: SIGFPE in `simulate -s zb-v
+// --f 0 --b 0 --w 0 --comm 0.1`). The greedy's schedules stand.
+TEST(ControllableMemory, PassesThatAllTakeNoTimeLeaveTheTransfers) {
+  const int p = 3;
+  const auto costs =
+      PerDeviceCostModel::uniform(DeviceCosts{0, 0, 0, ms_to_ns(0.1), 1.0, 0.5}, p, 2);
+  for (const char* name : {"zb-v", "v-half", "v-min"}) {
+    for (const int m : {1, 4}) {
+      const Schedule s = v_shape(name, p, m, &costs);
+      EXPECT_NO_THROW(s.validate()) << name;
+      // One microbatch crosses between devices 2p - 2 times down the V and as many back (the
+      // turn at its top stays on device p - 1), in transfers nothing delays when no pass
+      // takes time; more microbatches take at least as long.
+      const TimeNs one = 2 * (2 * p - 2) * ms_to_ns(0.1);
+      const TimeNs span = simulate(s, costs).metrics.max_device_span_ns;
+      if (m == 1) {
+        EXPECT_EQ(span, one) << name;
+      } else {
+        EXPECT_GE(span, one) << name;
+      }
+    }
+  }
+}
+
 TEST(ZbV, TakesTwoChunksOnly) {
   ScheduleRegistry registry;
   add_v_shape_schedules(registry);
