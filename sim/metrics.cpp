@@ -31,16 +31,20 @@ Metrics compute_metrics(const Schedule& schedule, const Timeline& timeline,
   const std::vector<double> peaks = activation_peaks(schedule, costs);
   TimeNs first_start = std::numeric_limits<TimeNs>::max();
   TimeNs last_end = 0;
-  TimeNs total_busy = 0;
+  double total_busy_ns = 0;  // over the devices: may pass 2^63
   for (std::size_t d = 0; d < timeline.device_ops.size(); ++d) {
     const auto& ops = timeline.device_ops[d];
     DeviceMetrics dm;
     dm.device = static_cast<int>(d);
     dm.peak_activation_memory = peaks[d];
-    for (const OpTiming& t : ops)
-      dm.busy_ns += t.end_ns - t.start_ns;
+    // A pair's second op runs inside the first's time and is not counted again: summing
+    // it first and subtracting it after could pass 2^63 ns where the device's time fits.
+    std::vector<bool> second_of_pair(ops.size(), false);
     for (const std::size_t i : schedule.pairs_of(static_cast<int>(d)))
-      dm.busy_ns -= ops[i + 1].end_ns - ops[i + 1].start_ns;  // the pair counts once
+      second_of_pair[i + 1] = true;
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+      if (!second_of_pair[i]) dm.busy_ns += ops[i].end_ns - ops[i].start_ns;
+    }
     if (!ops.empty()) {
       dm.span_ns = timeline.span_ns(d);
       first_start = std::min(first_start, ops.front().start_ns);
@@ -49,16 +53,15 @@ Metrics compute_metrics(const Schedule& schedule, const Timeline& timeline,
     if (dm.span_ns > 0) {
       dm.bubble_rate = 1.0 - static_cast<double>(dm.busy_ns) / static_cast<double>(dm.span_ns);
     }
-    total_busy += dm.busy_ns;
+    total_busy_ns += static_cast<double>(dm.busy_ns);
     m.max_device_span_ns = std::max(m.max_device_span_ns, dm.span_ns);
     m.peak_activation_memory = std::max(m.peak_activation_memory, dm.peak_activation_memory);
     m.devices.push_back(dm);
   }
   if (last_end > 0) m.iteration_time_ns = last_end - first_start;
   if (m.max_device_span_ns > 0) {
-    m.bubble_rate =
-        1.0 - static_cast<double>(total_busy) / (static_cast<double>(m.devices.size()) *
-                                                 static_cast<double>(m.max_device_span_ns));
+    m.bubble_rate = 1.0 - total_busy_ns / (static_cast<double>(m.devices.size()) *
+                                           static_cast<double>(m.max_device_span_ns));
   }
   return m;
 }

@@ -242,6 +242,25 @@ TEST(Engine, OverlappedPairIsOneComputeSlot) {
   EXPECT_EQ(OpGraph(s, costs).num_vertices(), s.num_ops() - 1);
 }
 
+// Busy times near the clock's end (2^63 ns, 292 years): the pair's second op is not summed
+// and then taken back, and the devices' busy times are summed as doubles, so nothing passes
+// 2^63 where every device's time fits (the profile_values fuzzer found both sums overflowing:
+// UBSan, signed integer overflow in compute_metrics). The timeline is made by hand.
+TEST(Engine, MetricsOfTimesNearTheClocksEnd) {
+  Schedule s = generate("1f1b", 2, 2);
+  std::swap(s.device_ops[1][1], s.device_ops[1][2]);  // F0 F1 BW0 BW1, F1 and BW0 a pair
+  s.overlapped_pairs = {{}, {1}};
+  const TimeNs e18 = 1'000'000'000'000'000'000;
+  Timeline t;
+  t.device_ops = {{{0, e18}, {e18, 2 * e18}, {6 * e18, 15 * e18 / 2}, {15 * e18 / 2, 9 * e18}},
+                  {{e18, 2 * e18}, {2 * e18, 6 * e18}, {2 * e18, 6 * e18}, {6 * e18, 7 * e18}}};
+  const Metrics m = compute_metrics(s, t, uniform_costs(2, 1, 2, 1, 0));
+  EXPECT_EQ(m.devices[0].busy_ns, 5 * e18);
+  EXPECT_EQ(m.devices[1].busy_ns, 6 * e18);  // 1 + 4 (the pair, once) + 1
+  EXPECT_EQ(m.max_device_span_ns, 9 * e18);
+  EXPECT_DOUBLE_EQ(m.bubble_rate, 1.0 - 11.0 / 18.0);
+}
+
 // p = 2, m = 2, 1F1B (device 0: F0 F1 BW0 BW1, device 1: F0 BW0 F1 BW1), F 1 ms, BW 2 ms,
 // a hop 0.5 ms. Blocking: a sender is busy for the hop after its op; a receiver takes the hop
 // on its own stream from max(it is free, the producer ended). By hand:
