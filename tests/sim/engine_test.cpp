@@ -252,7 +252,8 @@ TEST(Engine, MetricsOfTimesNearTheClocksEnd) {
   s.overlapped_pairs = {{}, {1}};
   const TimeNs e18 = 1'000'000'000'000'000'000;
   Timeline t;
-  t.device_ops = {{{0, e18}, {e18, 2 * e18}, {6 * e18, 15 * e18 / 2}, {15 * e18 / 2, 9 * e18}},
+  const TimeNs e18_7_5 = 7 * e18 + e18 / 2;  // 15 * e18 / 2 would pass 2^63 on the way
+  t.device_ops = {{{0, e18}, {e18, 2 * e18}, {6 * e18, e18_7_5}, {e18_7_5, 9 * e18}},
                   {{e18, 2 * e18}, {2 * e18, 6 * e18}, {2 * e18, 6 * e18}, {6 * e18, 7 * e18}}};
   const Metrics m = compute_metrics(s, t, uniform_costs(2, 1, 2, 1, 0));
   EXPECT_EQ(m.devices[0].busy_ns, 5 * e18);
