@@ -26,6 +26,9 @@ class InflatingStream {
     gzbuffer(file_.get(), kBufferBytes);
     compressed_ = gzdirect(file_.get()) == 0;  // looks at the header, before any read
     fill();
+    // A UTF-8 byte order mark, which RFC 8259 lets a parser ignore (Windows tools write one);
+    // offsets in errors still count it.
+    if (read_ >= 3 && std::memcmp(buffer_.data(), "\xEF\xBB\xBF", 3) == 0) current_ += 3;
   }
 
   Ch Peek() const { return *current_; }

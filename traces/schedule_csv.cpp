@@ -151,6 +151,16 @@ std::string trimmed(const std::string& s) {
   return s.substr(first, s.find_last_not_of(" \t\r") - first + 1);
 }
 
+// A cell's token: trimmed, and without the double quotes that CSV writers may put around a
+// cell (Python's csv.QUOTE_ALL, spreadsheets). No action holds a comma or a quote, so a quoted
+// cell is one token; "" is an idle step.
+std::string cell_token(const std::string& text) {
+  const std::string token = trimmed(text);
+  if (token.size() >= 2 && token.front() == '"' && token.back() == '"')
+    return trimmed(token.substr(1, token.size() - 2));
+  return token;
+}
+
 std::string pair_token(const Op& forward, const Op& backward) {
   std::string token = "(";  // appended piece by piece: GCC 12 misreads "(" + ... (-Wrestrict)
   token += action_token(forward);
@@ -250,12 +260,14 @@ ScheduleFile parse_with(std::istream& in, const std::string& name, CsvNaming nam
   int max_stage = -1, max_mb = -1;
   std::string line;
   for (int row = 1; std::getline(in, line); ++row) {
+    // A UTF-8 byte order mark, as Windows tools and spreadsheets write one, is not a cell's.
+    if (row == 1 && line.rfind("\xEF\xBB\xBF", 0) == 0) line.erase(0, 3);
     auto& ops = schedule.device_ops.emplace_back();
     auto& pairs = schedule.overlapped_pairs.emplace_back();
     std::stringstream cells_of_row(line);
     std::string text;
     for (int column = 1; std::getline(cells_of_row, text, ','); ++column) {
-      const std::string token = trimmed(text);
+      const std::string token = cell_token(text);
       if (token.empty()) continue;  // an idle step
       const Cell cell{row, column};
       std::vector<Op> in_cell;

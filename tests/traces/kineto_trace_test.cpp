@@ -389,6 +389,17 @@ TEST(KinetoTrace, BadInputGetsNamedErrorsWithTheByteOffset) {
   EXPECT_THROW(import({temp_path("does-not-exist.json")}), TraceFormatError);
 }
 
+TEST(KinetoTrace, AByteOrderMarkIsSkippedAndCounted) {
+  // RFC 8259 lets a parser ignore a UTF-8 byte order mark; plain and gzip alike.
+  const std::string bom = "\xEF\xBB\xBF";
+  write_file(temp_path("bom.json"), bom + kSynthetic);
+  expect_synthetic_attribution(import({temp_path("bom.json")}));
+  write_file(temp_path("bom.json.gz"), bom + kSynthetic, true);
+  expect_synthetic_attribution(import({temp_path("bom.json.gz")}));
+  // Offsets in errors (from 0) count it: "x" is at byte 3.
+  expect_error(bom + "x", "byte 3: not valid JSON");
+}
+
 TEST(KinetoTrace, ImportCommandTakesALabelRegex) {
   const std::string path = temp_path("regex.json");
   write_file(path, R"json({"traceEvents": [

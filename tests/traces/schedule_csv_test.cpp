@@ -130,6 +130,22 @@ TEST(ScheduleCsv, InfersAVPlacementAndSkipsIdleCells) {
   EXPECT_EQ(s.device_ops[1][1], (Op{OpKind::F, 2, 1, 0}));
 }
 
+TEST(ScheduleCsv, ReadsQuotedCellsAndAByteOrderMark) {
+  // As Python's csv.QUOTE_ALL and spreadsheets write a file: a UTF-8 byte order mark, every
+  // cell in double quotes (an idle one as ""), CRLF line ends. The same schedule as plain.
+  const std::string plain =
+      "0F0,0F1,0I0,0W0,0I1,0W1\n"
+      ",1F0,1I0,1F1,1I1,1W0,1W1\n";
+  const std::string quoted =
+      "\xEF\xBB\xBF\"0F0\",\"0F1\",\"0I0\",\"0W0\",\"0I1\",\"0W1\"\r\n"
+      "\"\",\"1F0\",\"1I0\",\" 1F1 \",\"1I1\",\"1W0\",\"1W1\"\r\n";
+  const sim::Schedule read = parse(quoted);
+  EXPECT_EQ(read.device_ops, parse(plain).device_ops);
+  EXPECT_EQ(read.device_ops[1][2], (Op{OpKind::F, 1, 0, 1}));
+  // A quote that does not close its cell is no action.
+  expect_error("\"0F0,0I0,0W0\n", "row 1, column 1: '\"0F0' is not an action");
+}
+
 TEST(ScheduleCsv, ErrorsNameTheCell) {
   expect_error("0F0,0X0\n", "row 1, column 2: '0X0' has an unknown action 'X'");
   expect_error("0F0,0SEND_F0,0B0\n", "row 1, column 2: '0SEND_F0' has no matching 1RECV_F0");
