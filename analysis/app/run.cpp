@@ -1,6 +1,10 @@
 #include "analysis/app/run.h"
 
 #include <fmt/format.h>
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+#include <tbb/partitioner.h>
+#include <tbb/task_arena.h>
 
 #include <random>
 
@@ -233,13 +237,18 @@ std::vector<SweepPoint> memory_sweep(const Scenario& in, const sim::ScheduleGene
                                               "' does not take a memory limit (zb-auto, zb-v, "
                                               "v-half and v-min do)");
   }
+  auto request = [&](std::size_t i) {
+    RunRequest r;
+    r.generator = &generator;
+    r.params = params_for(in, generator, false);
+    r.params.mem_limit = factors[i] * in.params.pp * in.device_costs.front().m_b;
+    return r;
+  };
+  std::vector<RunOutcome> outcomes = run_each(in, factors.size(), request);
   std::vector<SweepPoint> points;
-  for (const double factor : factors) {
-    RunRequest request;
-    request.generator = &generator;
-    request.params = params_for(in, generator, false);
-    request.params.mem_limit = factor * in.params.pp * in.device_costs.front().m_b;
-    points.push_back(SweepPoint{factor, run(in, request)});
+  for (std::size_t i = 0; i < outcomes.size(); ++i) {
+    if (outcomes[i].error) std::rethrow_exception(outcomes[i].error);
+    points.push_back(SweepPoint{factors[i], std::move(*outcomes[i].summary)});
   }
   return points;
 }
@@ -282,6 +291,29 @@ RunSummary run(const Scenario& scenario, const RunRequest& request, sim::Schedul
 RunSummary run(const Scenario& scenario, const RunRequest& request) {
   sim::Schedule schedule;
   return run(scenario, request, schedule);
+}
+
+std::vector<RunOutcome> run_each(const Scenario& scenario, std::size_t count,
+                                 const std::function<RunRequest(std::size_t)>& request, int jobs) {
+  std::vector<RunOutcome> outcomes(count);
+  tbb::task_arena arena(jobs <= 0 ? tbb::task_arena::automatic : jobs);
+  arena.execute([&] {
+    // One task per run: runs differ in time by orders of magnitude (a V schedule's search
+    // beside 1F1B's), so none waits behind another in a shared chunk.
+    tbb::parallel_for(
+        tbb::blocked_range<std::size_t>(0, count, 1),
+        [&](const tbb::blocked_range<std::size_t>& range) {
+          for (std::size_t i = range.begin(); i != range.end(); ++i) {
+            try {
+              outcomes[i].summary = run(scenario, request(i));
+            } catch (...) {
+              outcomes[i].error = std::current_exception();
+            }
+          }
+        },
+        tbb::simple_partitioner());
+  });
+  return outcomes;
 }
 
 }  // namespace bubblesim::analysis::app

@@ -5,9 +5,13 @@
 // samples. `simulate`, `compare`, `sweep`, `advise` and `calibrate` all run through here.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <exception>
+#include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "analysis/app/run_summary.h"
 #include "analysis/app/scenario.h"
@@ -38,6 +42,19 @@ RunSummary run(const Scenario& scenario, const RunRequest& request, sim::Schedul
 // The same with a generator, the schedule not kept.
 RunSummary run(const Scenario& scenario, const RunRequest& request);
 
+// Runs `count` requests in `scenario` at once, on `jobs` threads (oneTBB; 0 for all cores):
+// request(i) makes the i-th (called on any thread, so it must be safe to call concurrently).
+// outcomes[i] is its run's summary, or the exception that making or running it threw (the
+// other runs go on). Runs are independent and deterministic: the outcomes do not depend on
+// `jobs`.
+struct RunOutcome {
+  std::optional<RunSummary> summary;
+  std::exception_ptr error;  // set when `summary` is empty
+};
+std::vector<RunOutcome> run_each(const Scenario& scenario, std::size_t count,
+                                 const std::function<RunRequest(std::size_t)>& request,
+                                 int jobs = 0);
+
 // The schedule `generator` builds from `params` for the scenario, as run() builds it (from the
 // pass times without overheads; with replicas, replica 0's).
 sim::Schedule generate_schedule(const sim::ScheduleGenerator& generator,
@@ -58,7 +75,8 @@ struct SweepPoint {
   double limit_factor = 0;
   RunSummary run;
 };
-// Runs `generator` in the scenario at each memory limit factor * p * M_B (device 0's M_B).
+// Runs `generator` in the scenario at each memory limit factor * p * M_B (device 0's M_B), the
+// limits at once (run_each, all cores); the first error in the order of `factors` is thrown.
 // A generator that takes no memory limit is a SettingError ("mem-limit-sweep").
 std::vector<SweepPoint> memory_sweep(const Scenario& scenario,
                                      const sim::ScheduleGenerator& generator,

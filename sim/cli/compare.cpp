@@ -1,8 +1,10 @@
 #include "sim/cli/commands.h"
 
 #include <boost/program_options.hpp>
+#include <exception>
 #include <sstream>
 
+#include "analysis/app/run.h"
 #include "sim/output_file.h"
 #include "sim/schedules/builtin.h"
 
@@ -36,34 +38,52 @@ int cmd_compare(const std::vector<std::string>& args, const std::string& command
   po::options_description desc("options");
   desc.add_options()("help,h", "show this help")(
       "schedule,s", po::value<std::string>()->default_value("all"),
-      "'all' or a comma-separated list of schedule names");
+      "'all' or a comma-separated list of schedule names")(
+      "jobs,j", po::value<int>()->default_value(0, "all cores"),
+      "schedules simulated at once (the results do not depend on it)");
   add_run_options(desc);
   po::variables_map vm;
-  if (!parse_command(args, desc, vm, out,
-                     "usage: bubblesim compare [-s all|NAME,NAME] [-p P] [-m M] [--f MS] [--b MS] "
-                     "[--w MS] [--comm MS] [--cluster FILE.yaml [--dp N]] [--json] [--out FILE.h5 "
-                     "[--run-name PREFIX] [--overwrite]]\n\n"
-                     "Simulates several schedules on the same inputs "
-                     "and prints them side by side.")) {
+  if (!parse_command(
+          args, desc, vm, out,
+          "usage: bubblesim compare [-s all|NAME,NAME] [-j N] [-p P] [-m M] [--f MS] [--b MS] "
+          "[--w MS] [--comm MS] [--cluster FILE.yaml [--dp N]] [--json] [--out FILE.h5 "
+          "[--run-name PREFIX] [--overwrite]]\n\n"
+          "Simulates several schedules on the same inputs "
+          "and prints them side by side.")) {
     return 0;
   }
   const sim::ScheduleRegistry registry = sim::builtin_schedules();
   const RunInputs in = read_run_inputs(vm);
+  const int jobs = read_jobs(vm);
   const std::string chosen = vm["schedule"].as<std::string>();
-  // `-s all` leaves out, with a note, the schedules these parameters do not suit (1f1b-i
-  // when m is not a multiple of p, say); a schedule named in the list is an error.
+  const std::vector<const sim::ScheduleGenerator*> generators = select(registry, chosen);
+  // Every schedule's run at once (each is deterministic: the table is the same on any number
+  // of cores), then in the order named. `-s all` leaves out, with a note, the schedules these
+  // parameters do not suit (1f1b-i when m is not a multiple of p, say); a schedule named in
+  // the list is an error.
+  auto request = [&](std::size_t i) {
+    const sim::ScheduleGenerator& g = *generators[i];
+    app::RunRequest r;
+    r.generator = &g;
+    r.name = std::string(g.name());
+    r.params = params_for(in, g, true);
+    if (!in.out.empty()) {
+      r.keep_record = true;
+      r.record_name = in.run_name.empty() ? r.name : in.run_name + "." + r.name;
+      r.command_line = command_line;
+    }
+    return r;
+  };
+  std::vector<app::RunOutcome> outcomes = app::run_each(in, generators.size(), request, jobs);
   std::vector<RunSummary> runs;
-  for (const sim::ScheduleGenerator* g : select(registry, chosen)) {
+  for (std::size_t i = 0; i < outcomes.size(); ++i) {
     try {
-      sim::Schedule schedule;
-      const std::string name(g->name());
-      const Recording recording{in.run_name.empty() ? name : in.run_name + "." + name,
-                                command_line};
-      runs.push_back(run_schedule(name, schedule, g, params_for(in, *g, true), in, std::nullopt,
-                                  in.out.empty() ? nullptr : &recording));
+      if (outcomes[i].error) std::rethrow_exception(outcomes[i].error);
+      runs.push_back(std::move(*outcomes[i].summary));
     } catch (const InvalidArgument& e) {
       if (chosen != "all") throw;
-      err << "bubblesim compare: note: " << g->name() << " left out: " << message_of(e) << '\n';
+      err << "bubblesim compare: note: " << generators[i]->name() << " left out: " << message_of(e)
+          << '\n';
     }
   }
   if (runs.empty()) throw InvalidArgument("no schedule can run with these parameters");

@@ -169,6 +169,42 @@ TEST(Cli, CompareAllLeavesOutWhatTheParametersDoNotSuit) {
   EXPECT_EQ(parse_json(odd.out).Size(), 12u);  // all but dualpipe
 }
 
+// compare runs its schedules at once (-j, default all cores) and reports them in the order
+// named, with the same notes and the same first error, whatever the number of threads.
+TEST(Cli, CompareRunsTheSchedulesAtOnceWithTheSameOutputWhateverTheJobs) {
+  const std::vector<std::string> args = {"compare", "-p", "4", "-m", "6", "--f", "1,1.2,0.9,1.1",
+                                         "--comm", "0.05", "--json"};
+  auto with_jobs = [&](const char* jobs) {
+    std::vector<std::string> a = args;
+    a.insert(a.end(), {"-j", jobs});
+    return run_cli(a);
+  };
+  const Outcome one = with_jobs("1");
+  ASSERT_EQ(one.status, 0) << one.err;
+  for (const char* jobs : {"2", "3", "0"}) {
+    const Outcome many = with_jobs(jobs);
+    ASSERT_EQ(many.status, 0) << many.err;
+    EXPECT_EQ(many.out, one.out) << jobs;
+    EXPECT_EQ(many.err, one.err) << jobs;
+  }
+  // The schedules in registry order, as -j 1 ran them one after another.
+  const rapidjson::Document doc = parse_json(one.out);
+  ASSERT_EQ(doc.Size(), 10u);
+  EXPECT_STREQ(doc[0]["schedule"].GetString(), "gpipe");
+  EXPECT_STREQ(doc[9]["schedule"].GetString(), "v-min");
+  // A named list stops at its first schedule that cannot run, in the order named.
+  const Outcome named = run_cli({"compare", "-s", "1f1b,dualpipe,1f1b-i", "-p", "4", "-m", "6"});
+  EXPECT_EQ(named.status, 2);
+  EXPECT_NE(named.err.find("schedule 'dualpipe' needs an even number >= 2p = 8, got 6"),
+            std::string::npos)
+      << named.err;
+  EXPECT_EQ(named.out, "");
+  const Outcome bad = run_cli({"compare", "-j", "-1"});
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_NE(bad.err.find("option -j/--jobs: expected 0 (all cores) to 4096"), std::string::npos)
+      << bad.err;
+}
+
 // Parameters per device in DeepSeek's convention (reference §6: 2x for DualPipe and DualPipeV,
 // against 1F1B with as many stages), and the share of the model each device actually holds:
 // only dualpipe keeps two copies.
