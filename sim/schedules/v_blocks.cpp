@@ -1,0 +1,415 @@
+#include "sim/schedules/v_blocks.h"
+
+#include <algorithm>
+#include <optional>
+
+#include "sim/engine.h"
+#include "sim/placement.h"
+#include "sim/schedules/justify.h"
+
+namespace bubblesim::sim {
+
+namespace {
+
+// Whether every device of `schedule` stays within its limit (the prefix sums of the deltas).
+bool fits(const Schedule& schedule, const std::vector<StageCosts>& costs,
+          const std::vector<double>& limit) {
+  for (std::size_t d = 0; d < schedule.device_ops.size(); ++d) {
+    double held = 0;
+    for (const Op& op : schedule.device_ops[d]) {
+      held += costs[static_cast<std::size_t>(op.stage)].delta(op.kind);
+      if (held > limit[d] + 1e-9) return false;
+    }
+  }
+  return true;
+}
+
+// The building block (the controllable-memory paper's idea, laid out here from the costs
+// rather than fixed at unit cost): the ops of one microbatch, on a cycle of period T per
+// device, each at the earliest time its input allows where its device's cycle is free (the
+// forwards up the V, the backwards down it, then each W after its B); repeating the block
+// every T gives every device's order. A longer period leaves idle time in the cycle and
+// shortens how many microbatches are in flight (the memory). The order is deadlock-free by
+// construction (the block's own times respect every input, shifted by whole periods).
+class VBlock {
+ public:
+  VBlock(int p, const std::vector<StageCosts>& costs) : p_(p), costs_(costs) {}
+
+  // The sum of one microbatch's op times on the busiest device: the shortest period.
+  TimeNs min_period_ns() const {
+    std::vector<TimeNs> work(static_cast<std::size_t>(p_), 0);
+    const std::vector<int> device = v_placement(p_);
+    for (int s = 0; s < 2 * p_; ++s) {
+      const StageCosts& c = costs_[static_cast<std::size_t>(s)];
+      work[static_cast<std::size_t>(device[static_cast<std::size_t>(s)])] +=
+          c.f_ns + c.b_ns + c.w_ns;
+    }
+    return *std::max_element(work.begin(), work.end());
+  }
+
+  // The block with period `period_ns` (its ops' start times), or false when a W finds no
+  // room in its device's cycle, or when the period is not positive (every pass takes no
+  // time: there is no cycle to lay out on).
+  // Extra waits of the block's chains: at the V's top (between the last forward of chunk 0 and
+  // the first of chunk 1, on device p-1: slack where the chunks meet), after each forward of
+  // chunk 0 and of chunk 1, each backward of chunk 1 and of chunk 0, and before each W (slack
+  // that keeps the order's shape when other costs time it, for more memory); at the V's bottom
+  // (between the forward and the backward of stage 2p-1, on device 0) and at its top on the
+  // way down (between the backwards of stages p and p-1, on device p-1): a wait there moves
+  // every later op of the microbatch by the same amount, which shifts whole chains to other
+  // steps of the cycle (turn_blocks).
+  struct Gaps {
+    TimeNs turn_ns = 0, f0_ns = 0, f1_ns = 0, b1_ns = 0, b0_ns = 0, w_ns = 0;
+    TimeNs bottom_ns = 0, b_turn_ns = 0;
+  };
+
+  bool lay_out(TimeNs period_ns) { return lay_out(period_ns, Gaps{}); }
+  bool lay_out(TimeNs period_ns, const Gaps& gaps) {
+    if (period_ns <= 0) return false;
+    period_ns_ = period_ns;
+    const std::vector<int> device = v_placement(p_);
+    busy_.assign(static_cast<std::size_t>(p_), {});
+    block_.clear();
+    const int stages = 2 * p_;
+    TimeNs ready = 0;
+    for (int s = 0; s < stages; ++s) {  // the forwards, up the V
+      const StageCosts& c = costs_[static_cast<std::size_t>(s)];
+      const std::optional<TimeNs> at = place(device[static_cast<std::size_t>(s)], ready, c.f_ns);
+      if (!at) return false;
+      block_.push_back({Op{OpKind::F, s, s < p_ ? 0 : 1, 0}, *at});
+      ready = *at + c.f_ns + c.f_out_ns + (s < p_ ? gaps.f0_ns : gaps.f1_ns) +
+              (s == p_ - 1 ? gaps.turn_ns : 0);
+    }
+    ready += gaps.bottom_ns;
+    std::vector<TimeNs> b_end(static_cast<std::size_t>(stages));
+    for (int s = stages - 1; s >= 0; --s) {  // the backwards, down it
+      const StageCosts& c = costs_[static_cast<std::size_t>(s)];
+      const std::optional<TimeNs> at = place(device[static_cast<std::size_t>(s)], ready, c.b_ns);
+      if (!at) return false;
+      block_.push_back({Op{OpKind::B, s, s < p_ ? 0 : 1, 0}, *at});
+      b_end[static_cast<std::size_t>(s)] = *at + c.b_ns + gaps.w_ns;
+      ready = *at + c.b_ns + c.b_out_ns + (s < p_ ? gaps.b0_ns : gaps.b1_ns) +
+              (s == p_ ? gaps.b_turn_ns : 0);
+    }
+    for (int s = stages - 1; s >= 0; --s) {  // each W after its B
+      const StageCosts& c = costs_[static_cast<std::size_t>(s)];
+      const std::optional<TimeNs> at =
+          place(device[static_cast<std::size_t>(s)], b_end[static_cast<std::size_t>(s)], c.w_ns);
+      if (!at) return false;
+      block_.push_back({Op{OpKind::W, s, s < p_ ? 0 : 1, 0}, *at});
+    }
+    return true;
+  }
+
+  // The block repeated for microbatches 0..m-1: every device's ops in time order. Op o of
+  // microbatch k starts at s_o + k T = (q_o + k) T + r_o (q_o, r_o: s_o's quotient and
+  // remainder by T), so the order is round by round (q_o + k), by remainder within a round.
+  Schedule repeat(int m) const {
+    const std::vector<int> device = v_placement(p_);
+    struct Entry {
+      TimeNs round, remainder;
+      Op op;
+    };
+    std::vector<std::vector<Entry>> per_device(static_cast<std::size_t>(p_));
+    for (const auto& [op, start_ns] : block_) {
+      per_device[static_cast<std::size_t>(device[static_cast<std::size_t>(op.stage)])].push_back(
+          {start_ns / period_ns_, start_ns % period_ns_, op});
+    }
+    Schedule schedule;
+    schedule.num_microbatches = m;
+    schedule.stage_device = device;
+    schedule.device_ops.resize(static_cast<std::size_t>(p_));
+    for (std::size_t d = 0; d < per_device.size(); ++d) {
+      auto& entries = per_device[d];
+      // Ops that start together (passes that take no time) keep the block's order, which
+      // is their inputs' order within a microbatch.
+      std::stable_sort(entries.begin(), entries.end(),
+                       [](const Entry& a, const Entry& b) { return a.remainder < b.remainder; });
+      TimeNs first = kNever, last = 0;
+      for (const Entry& e : entries) {
+        first = std::min(first, e.round);
+        last = std::max(last, e.round);
+      }
+      auto& ops = schedule.device_ops[d];
+      ops.reserve(entries.size() * static_cast<std::size_t>(m));
+      for (TimeNs round = first; round <= last + m - 1; ++round) {
+        for (const Entry& e : entries) {
+          const TimeNs k = round - e.round;
+          if (k < 0 || k >= m) continue;
+          Op op = e.op;
+          op.microbatch = static_cast<std::int32_t>(k);
+          ops.push_back(op);
+        }
+      }
+    }
+    return schedule;
+  }
+
+  // Whether two ops of a device start at the same step of the cycle.
+  bool starts_together() const {
+    const std::vector<int> device = v_placement(p_);
+    std::vector<std::pair<int, TimeNs>> steps;
+    for (const auto& [op, start_ns] : block_)
+      steps.emplace_back(device[static_cast<std::size_t>(op.stage)], start_ns % period_ns_);
+    std::sort(steps.begin(), steps.end());
+    return std::adjacent_find(steps.begin(), steps.end()) != steps.end();
+  }
+
+  // Whether the block repeated m times keeps every device within its limit.
+  bool within(int m, const std::vector<double>& limit) const {
+    TimeNs first = kNever, last = 0;
+    for (const auto& [op, start_ns] : block_) {
+      first = std::min(first, start_ns);
+      last = std::max(last, start_ns);
+    }
+    // Fewer microbatches than overlap, or ops of a device that start together (passes that
+    // take no time): the repeated order itself. The closed form below counts ops that start
+    // together as one step and would miss the peak between them.
+    if (m <= (last - first) / period_ns_ + 2 || starts_together())
+      return fits(repeat(m), costs_, limit);
+    // Otherwise the steady state's peak, which the warm-up never exceeds: just after op o
+    // (at s_o + K T, K large) a device holds sum over its ops o' of delta(o') times the
+    // repeats of o' started by then, K + floor((s_o - s_o') / T) (the K terms cancel, as a
+    // microbatch's deltas sum to zero).
+    const std::vector<int> device = v_placement(p_);
+    for (const auto& [op, start_ns] : block_) {
+      const int d = device[static_cast<std::size_t>(op.stage)];
+      double held = 0;
+      for (const auto& [other, other_ns] : block_) {
+        if (device[static_cast<std::size_t>(other.stage)] != d) continue;
+        const TimeNs diff = start_ns - other_ns;
+        const TimeNs repeats =
+            diff >= 0 ? diff / period_ns_ : -((-diff + period_ns_ - 1) / period_ns_);
+        held += costs_[static_cast<std::size_t>(other.stage)].delta(other.kind) *
+                static_cast<double>(repeats);
+      }
+      if (held > limit[static_cast<std::size_t>(d)] + 1e-9) return false;
+    }
+    return true;
+  }
+
+ private:
+  // The earliest start >= ready_ns where [start, start + duration) is free in the device's
+  // cycle; marks it busy.
+  std::optional<TimeNs> place(int d, TimeNs ready_ns, TimeNs duration_ns) {
+    auto& busy = busy_[static_cast<std::size_t>(d)];
+    const TimeNs period = period_ns_;
+    auto mod = [period](TimeNs t) { return ((t % period) + period) % period; };
+    auto free_at = [&](TimeNs t) {
+      for (const auto& [from, length] : busy) {
+        const TimeNs x = mod(t - from);
+        if (x < length || x + duration_ns > period) return false;
+      }
+      return true;
+    };
+    std::optional<TimeNs> best;
+    auto consider = [&](TimeNs t) {
+      if ((!best || t < *best) && free_at(t)) best = t;
+    };
+    consider(ready_ns);
+    for (const auto& [from, length] : busy)
+      consider(ready_ns + mod(from + length - ready_ns));
+    if (best) busy.emplace_back(mod(*best), duration_ns);
+    return best;
+  }
+
+  int p_;
+  const std::vector<StageCosts>& costs_;
+  TimeNs period_ns_ = 1;
+  std::vector<std::vector<std::pair<TimeNs, TimeNs>>> busy_;  // per device: (start mod T, length)
+  std::vector<std::pair<Op, TimeNs>> block_;                  // op and start time
+};
+
+// Blocks of each kind v_blocks returns, the shortest first (a span once): the justification
+// that follows (VShape::generate) reorders their warm-up and cool-down, after which the
+// shortest need not stay the shortest (zb-v, p = 32, m = 57: 480,567 -> 457,801 units, but
+// 509,436 -> 457,217). Five rather than one: zb-v 59 -> 61 reference rows at or below, 5 of
+// 80 rows' worth more justification time; V-Half and V-Min almost unchanged.
+constexpr std::ptrdiff_t kKeptPerKind = 5;
+// Ops the engine may simulate timing blocks with waits (v_blocks): 250 blocks at 4,000 ops,
+// 40 at 25,000.
+constexpr std::size_t kGapOps = 1'000'000;
+// The time of one op in the blocks of unit costs.
+constexpr TimeNs kUnitNs = 1000;
+
+// A schedule and its largest device span.
+using Timed = SpanRanked;
+
+// The `capacity` shortest schedules offered, a span once, shortest first.
+class Shortest {
+ public:
+  explicit Shortest(std::ptrdiff_t capacity) : capacity_(capacity) {}
+  // Whether a schedule of `span_ns` would be kept (the caller may then build it).
+  bool wants(TimeNs span_ns) const {
+    const auto at = position(span_ns);
+    return at - kept_.begin() < capacity_ && (at == kept_.end() || at->second != span_ns);
+  }
+  void offer(Schedule schedule, TimeNs span_ns) {
+    if (!wants(span_ns)) return;
+    kept_.emplace(position(span_ns), std::move(schedule), span_ns);
+    if (std::ssize(kept_) > capacity_) kept_.pop_back();
+  }
+  // Appends the kept schedules to `out` and forgets them.
+  void move_to(std::vector<Timed>& out) {
+    for (Timed& kept : kept_)
+      out.push_back(std::move(kept));
+    kept_.clear();
+  }
+
+ private:
+  std::vector<Timed>::const_iterator position(TimeNs span_ns) const {
+    return std::find_if(kept_.begin(), kept_.end(),
+                        [&](const Timed& kept) { return span_ns <= kept.second; });
+  }
+  std::ptrdiff_t capacity_;
+  std::vector<Timed> kept_;
+};
+
+// Ops the engine may simulate squeezing unit-cost blocks (squeeze): the rounds of about 250
+// layouts at p = 10, m = 24, of about five at p = 32, m = 100.
+constexpr std::size_t kSqueezeOps = 2'000'000;
+
+// The cost model of the unit-cost blocks (every op kUnitNs, free transfers) with the real
+// memory deltas of `costs` (the per-stage table; device d's chunk 0 is stage d).
+PerDeviceCostModel unit_cost_model(int p, const std::vector<StageCosts>& costs) {
+  std::vector<DeviceCosts> devices;
+  for (int d = 0; d < p; ++d) {
+    const StageCosts& c = costs[static_cast<std::size_t>(d)];
+    devices.push_back({2 * kUnitNs, 2 * kUnitNs, 2 * kUnitNs, 0, 2 * c.f_delta, -2 * c.w_delta});
+  }
+  return PerDeviceCostModel(devices, 2);
+}
+
+// The controllable-memory paper's squeezing of a repeated block, done at unit costs as the
+// paper does it (the order is then fixed and timed with the real costs): rounds of
+// forward-backward justification (justify.h) under `unit_model`, at most 4 and while the
+// unit-cost span does not grow, close up the block's warm-up and cool-down and let ops
+// overtake the ones still waiting. Each round's order, timed with `model`, is offered to
+// `best`. A round costs about five engine runs, taken from `budget_ops`; none is started
+// without them.
+void squeeze(Schedule schedule, const CostModel& unit_model, const CostModel& model,
+             const std::vector<double>& limit, std::size_t& budget_ops, Shortest& best) {
+  const std::size_t round_ops = 5 * schedule.num_ops();
+  for (int round = 0; round < 4 && budget_ops >= round_ops; ++round) {
+    budget_ops -= round_ops;
+    const Timeline timeline = Engine(schedule, unit_model).run();
+    std::optional<Schedule> next = justify(schedule, timeline, unit_model, limit);
+    if (!next || Engine(*next, unit_model).run().max_span_ns() > timeline.max_span_ns()) return;
+    schedule = std::move(*next);
+    const TimeNs span = Engine(schedule, model).run().max_span_ns();
+    if (best.wants(span)) best.offer(schedule, span);
+  }
+}
+
+// Waits of 0, 1 or 2 steps (the digits of `combination` in base 3) after the ops of each chain
+// and at the V's top (VBlock::Gaps), the chains' varying fastest.
+constexpr int kGapSteps = 3;
+constexpr int kGapCombinations = 3 * 3 * 3 * 3 * 3 * 3;  // the five chains, then the turn
+VBlock::Gaps chain_gaps(int combination, TimeNs step_ns) {
+  TimeNs wait[6];
+  for (int k = 0; k < 6; ++k, combination /= kGapSteps)
+    wait[k] = combination % kGapSteps * step_ns;
+  return VBlock::Gaps{.turn_ns = wait[5],
+                      .f0_ns = wait[0],
+                      .f1_ns = wait[1],
+                      .b1_ns = wait[2],
+                      .b0_ns = wait[3],
+                      .w_ns = wait[4]};
+}
+
+// Times `laid` repeated m times with `model` if it keeps within `limit`, offers it to `best`
+// and adds the run's ops to `spent_ops`; false where it does not keep within the limit.
+bool time_block(const VBlock& laid, int m, const std::vector<double>& limit, const CostModel& model,
+                Shortest& best, std::size_t& spent_ops) {
+  if (!laid.within(m, limit)) return false;
+  Schedule schedule = laid.repeat(m);
+  const TimeNs span = Engine(schedule, model).run().max_span_ns();
+  spent_ops += schedule.num_ops();
+  best.offer(std::move(schedule), span);
+  return true;
+}
+
+}  // namespace
+
+std::vector<StageCosts> unit_costs(std::vector<StageCosts> costs) {
+  for (StageCosts& c : costs) {
+    c.f_ns = c.b_ns = c.w_ns = kUnitNs;
+    c.f_out_ns = c.b_out_ns = 0;
+  }
+  return costs;
+}
+
+std::vector<Timed> v_blocks(int p, int m, const std::vector<StageCosts>& costs,
+                            const std::vector<double>& limit, const CostModel& model) {
+  constexpr int kSteps = 32;  // periods tried: T0 (1 + j / kSteps), j = 0..kSteps
+  // The longer periods add m times their excess to the steady state and rarely win: timing
+  // one period instead of 3 changed no zb-v reference row's side (mean 0.9941 either way)
+  // and none of 18 spans of zb-v, V-Half and V-Min at p = 24-32, m = 160-300; at p = 32,
+  // m = 256 the two extra engine runs took 8-10 of the 20-22 ms of the generation.
+  constexpr std::size_t kTimedOps = 60'000;
+  constexpr std::size_t kPeriods = 3;
+  const std::size_t ops = static_cast<std::size_t>(6 * p) * static_cast<std::size_t>(m);
+  std::vector<Timed> out;
+  // The kinds. Five squeezed blocks instead of one changed no row (zb-v mean 0.9941 either way).
+  Shortest real(kKeptPerKind), unit(kKeptPerKind), squeezed(1);
+  std::size_t spent = 0;
+  auto time = [&](const VBlock& laid, Shortest& best) {
+    return time_block(laid, m, limit, model, best, spent);
+  };
+
+  VBlock block(p, costs);
+  const TimeNs t0 = block.min_period_ns();
+  std::vector<TimeNs> periods;  // that fit
+  for (int j = 0;
+       j <= kSteps && periods.size() < kPeriods && (periods.empty() || spent + ops <= kTimedOps);
+       ++j) {
+    const TimeNs period = t0 + t0 * j / kSteps;
+    if (block.lay_out(period) && time(block, real)) periods.push_back(period);
+  }
+  if (ops > kUnitCostOps) {
+    real.move_to(out);
+    return out;
+  }
+  const std::vector<StageCosts> unit_table = unit_costs(costs);  // unit_block keeps a reference
+  VBlock unit_block(p, unit_table);
+  const PerDeviceCostModel unit_model = unit_cost_model(p, costs);
+  std::size_t squeeze_left = kSqueezeOps;
+  for (int g = 0; g < kGapCombinations && spent + ops <= kGapOps; ++g) {
+    if (unit_block.lay_out(unit_block.min_period_ns(), chain_gaps(g, kUnitNs)) &&
+        time(unit_block, unit))
+      squeeze(unit_block.repeat(m), unit_model, model, limit, squeeze_left, squeezed);
+  }
+  for (const TimeNs period : periods) {
+    for (int g = 1; g < kGapCombinations && spent + ops <= kGapOps; ++g) {
+      if (block.lay_out(period, chain_gaps(g, t0 / 6))) time(block, real);
+    }
+  }
+  squeezed.move_to(out);
+  unit.move_to(out);
+  real.move_to(out);
+  return out;
+}
+
+std::vector<Timed> turn_blocks(int p, int m, const std::vector<StageCosts>& costs,
+                               const std::vector<double>& limit, const CostModel& model) {
+  constexpr int kTurns = 3 * 3;  // the bottom's wait varying fastest, then the top's
+  const std::vector<StageCosts> unit_table = unit_costs(costs);  // unit_block keeps a reference
+  VBlock unit_block(p, unit_table);
+  Shortest laid(kKeptPerKind);
+  std::size_t spent = 0;
+  const std::size_t ops = static_cast<std::size_t>(6 * p) * static_cast<std::size_t>(m);
+  for (int turn = 1; turn < kTurns; ++turn) {
+    for (int g = 0; g < kGapCombinations && spent + ops <= kGapOps; ++g) {
+      VBlock::Gaps gaps = chain_gaps(g, kUnitNs);
+      gaps.bottom_ns = turn % kGapSteps * kUnitNs;
+      gaps.b_turn_ns = turn / kGapSteps * kUnitNs;
+      if (unit_block.lay_out(unit_block.min_period_ns(), gaps))
+        time_block(unit_block, m, limit, model, laid, spent);
+    }
+  }
+  std::vector<Timed> out;
+  laid.move_to(out);
+  return out;
+}
+
+}  // namespace bubblesim::sim

@@ -1,0 +1,704 @@
+#include "sim/schedules/v_greedy.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <optional>
+
+#include "sim/device_events.h"
+#include "sim/placement.h"
+
+namespace bubblesim::sim {
+
+namespace {
+
+// The yes/no choices of the greedy.
+struct Choices {
+  bool forward_first = false;              // a ready F goes before a ready B
+  bool reserve_for_chunk1 = false;         // a chunk-0 F leaves room for one chunk-1 F
+  bool chunk1_forward_first = true;        // between two ready F, the later stage's
+  bool lower_stage_backward_first = true;  // between two ready B, the earlier stage's
+  bool w_only_in_long_gaps = false;        // a W waits for a gap of at least w_gap_share of
+                                           // its length, unless memory stops the next F or
+                                           // nothing else is known
+  int chunk0_in_flight = kNoCap;           // chunk-0 microbatches past F and before B, at most
+  bool alternate = false;                  // after the first B: F and B take turns
+  bool lookahead = false;  // wait for the preferred op when it arrives before the other ends
+  bool feed = false;       // between a startable F and B: the one whose next device is free first
+  bool commit = false;     // a chunk-1 F or B whose input is known goes first, however late
+  bool tight_w = false;    // a pending W goes first while the memory has room for less than
+                           // two more F (it frees memory that the next F's will need)
+  // With w_only_in_long_gaps: 1 fills only gaps a W fits in whole; 1/2 also those where the
+  // idle it fills outweighs the delay it causes (at p = 32, m = 117 a device waiting 859
+  // units for a chunk-1 forward beside 891-unit W's idled through the steady state).
+  double w_gap_share = 1.0;
+  // A device that would idle past this much in all (since its first op) starts a pending W
+  // instead of waiting, whatever the rules above say (idle_allowance() sets it).
+  double idle_allowance_ns = kNoAllowance;
+
+  static constexpr double kNoAllowance = 1e300;
+
+  static constexpr int kNoCap = 1 << 30;
+  // The five yes/no choices from the bits of `bits` (0 is the defaults above).
+  static constexpr int kCombinations = 1024;
+  // The first five bits: the choices phase 2 varies per device (the later three are kept).
+  static constexpr int kDeviceCombinations = 32;
+  static constexpr int kWOnlyInLongGapsBit = 16;
+  Choices with_rules_of(const Choices& other) const {
+    Choices out = *this;
+    out.alternate = other.alternate;
+    out.lookahead = other.lookahead;
+    out.feed = other.feed;
+    out.commit = other.commit;
+    out.tight_w = other.tight_w;
+    out.idle_allowance_ns = other.idle_allowance_ns;
+    out.w_gap_share = other.w_gap_share;
+    return out;
+  }
+  static Choices from_bits(int bits, int cap) {
+    return Choices{(bits & 1) != 0,
+                   (bits & 2) != 0,
+                   (bits & 4) == 0,
+                   (bits & 8) == 0,
+                   (bits & kWOnlyInLongGapsBit) != 0,
+                   cap,
+                   (bits & 32) != 0,
+                   (bits & 64) != 0,
+                   (bits & 128) != 0,
+                   (bits & 256) != 0,
+                   (bits & 512) != 0};
+  }
+  friend bool operator==(const Choices&, const Choices&) = default;
+};
+
+// How good one run of the greedy is, from the timing and memory it simulated on the way.
+struct Score {
+  TimeNs max_span_ns = 0;
+  TimeNs sum_span_ns = 0;  // over devices: a tie-break that rewards progress off the longest
+  double peak = 0;         // largest activation memory any device held
+  bool no_bubble = false;  // every device busy for the whole longest span
+
+  // Shorter first, then leaner, then with less span summed over the devices.
+  bool better_than(const Score& other) const {
+    if (max_span_ns != other.max_span_ns) return max_span_ns < other.max_span_ns;
+    if (peak != other.peak) return peak < other.peak;
+    return sum_span_ns < other.sum_span_ns;
+  }
+};
+
+// Per device, the idle time it may have in all without being the longest device, at `scale`
+// times the closed-form bound: every device's span is at least its work plus the idle it
+// cannot avoid in the warm-up, where it runs only chunk-0 forwards (as many as fit beside
+// one chunk-1 activation, at most m) until its first chunk-1 forward can start, the first
+// microbatch's way up the V from its stage and back (forwards and transfers). The longest of
+// those bounds is the target; a device with less work or less forced idle may idle the
+// difference. Device 0 has the most to wait (p = 32, m = 48, no transfers: 15 forwards); a
+// greedy that lets it wait again later for a forward that is about to arrive, rather than
+// run a W, ends 2.6% above that bound, where the authors' scheduler is 0.07% above it.
+std::vector<double> idle_allowance(int p, int m, const std::vector<StageCosts>& costs,
+                                   const std::vector<double>& limit, double scale) {
+  std::vector<double> work(static_cast<std::size_t>(p)), out(work.size());
+  double target = 0;
+  for (int d = 0; d < p; ++d) {
+    const auto i = static_cast<std::size_t>(d);
+    const int high = 2 * p - 1 - d;
+    double up_and_back = 0;
+    for (int s = d; s <= high; ++s) {
+      const StageCosts& c = costs[static_cast<std::size_t>(s)];
+      if (s == d || s == high) work[i] += m * static_cast<double>(c.f_ns + c.b_ns + c.w_ns);
+      if (s < high) up_and_back += static_cast<double>(c.f_ns + c.f_out_ns);
+    }
+    const StageCosts& low = costs[i];
+    const double fit = low.f_delta > 0 ? std::floor(limit[i] / low.f_delta + 1e-9) - 1 : m;
+    const double forwards = std::clamp(fit, 0.0, static_cast<double>(m));
+    target = std::max(target, work[i] + std::max(0.0, up_and_back - forwards * low.f_ns));
+  }
+  for (std::size_t i = 0; i < out.size(); ++i)
+    out[i] = scale * (target - work[i]);
+  return out;
+}
+
+// Builds one V schedule by simulating: see v_shape.h. Returns nothing when the memory limit
+// stops every device before all ops are placed.
+class VGreedy {
+ public:
+  VGreedy(int p, int m, const std::vector<StageCosts>& costs, const std::vector<double>& limit,
+          const std::vector<Choices>& choices)
+      : p_(p),
+        m_(m),
+        costs_(costs),
+        choices_(choices),
+        // One entry more per stage than microbatches, never ready: reading past the last
+        // microbatch of a pass needs no check.
+        f_ready_(static_cast<std::size_t>(2 * p * (m + 1)), kNever),
+        b_ready_(f_ready_.size(), kNever),
+        next_(static_cast<std::size_t>(2 * p)),
+        free_at_(static_cast<std::size_t>(p), 0),
+        first_start_(static_cast<std::size_t>(p), 0),
+        busy_(static_cast<std::size_t>(p), 0),
+        left_(static_cast<std::size_t>(p), 0),
+        held_(static_cast<std::size_t>(p), 0.0),
+        peak_(static_cast<std::size_t>(p), 0.0),
+        room_(static_cast<std::size_t>(p)),
+        picks_(static_cast<std::size_t>(p)),
+        last_f_(static_cast<std::size_t>(p), 0),
+        seen_b_(static_cast<std::size_t>(p), 0),
+        events_(static_cast<std::size_t>(p)) {
+    schedule_.num_microbatches = m;
+    schedule_.stage_device = v_placement(p);
+    schedule_.device_ops.resize(static_cast<std::size_t>(p));
+    for (int d = 0; d < p; ++d) {
+      room_[static_cast<std::size_t>(d)] = limit[static_cast<std::size_t>(d)] + 1e-9;
+      schedule_.device_ops[static_cast<std::size_t>(d)].reserve(static_cast<std::size_t>(6 * m));
+      for (const int s : {d, 2 * p - 1 - d}) {
+        const StageCosts& c = costs_[static_cast<std::size_t>(s)];
+        left_[static_cast<std::size_t>(d)] += m * (c.f_ns + c.b_ns + c.w_ns);
+      }
+    }
+    for (int k = 0; k < m; ++k)
+      f_ready_[index(0, k)] = 0;
+  }
+
+  // Gives up (returns nothing) as soon as a device's span must exceed `bound_ns`: what it has
+  // spent plus the work it has left. The schedule is left in schedule().
+  std::optional<Score> run(TimeNs bound_ns) {
+    for (int d = 0; d < p_; ++d)
+      replan(d);
+    while (events_.next_time() != kNever) {
+      const auto d = events_.next_device();
+      place(static_cast<int>(d), picks_[d]);
+      ++placed_;
+      if (free_at_[d] - first_start_[d] + left_[d] > bound_ns) return std::nullopt;
+    }
+    if (placed_ != static_cast<std::size_t>(6 * p_ * m_)) return std::nullopt;
+    Score built;
+    built.no_bubble = true;
+    for (std::size_t d = 0; d < free_at_.size(); ++d) {
+      built.max_span_ns = std::max(built.max_span_ns, free_at_[d] - first_start_[d]);
+      built.sum_span_ns += free_at_[d] - first_start_[d];
+      built.peak = std::max(built.peak, peak_[d]);
+    }
+    for (std::size_t d = 0; d < free_at_.size(); ++d) {
+      built.no_bubble = built.no_bubble && busy_[d] == built.max_span_ns;
+    }
+    return built;
+  }
+
+  std::size_t placed() const { return placed_; }
+  Schedule& schedule() { return schedule_; }
+
+ private:
+  struct Pick {
+    TimeNs start_ns = kNever;
+    OpKind kind = OpKind::F;
+    int stage = 0;
+  };
+  struct Counters {
+    int f = 0, b = 0, w = 0;  // next microbatch of each pass on the stage
+  };
+
+  std::size_t index(int stage, int mb) const {
+    return static_cast<std::size_t>(stage) * static_cast<std::size_t>(m_ + 1) +
+           static_cast<std::size_t>(mb);
+  }
+  int device_of(int stage) const { return stage < p_ ? stage : 2 * p_ - 1 - stage; }
+
+  // When an op whose input is there at `ready_ns` can start on a device free at `free_ns`.
+  static TimeNs start(TimeNs free_ns, TimeNs ready_ns) { return std::max(free_ns, ready_ns); }
+
+  // The device's next op under the rules of v_shape.h, and when it can start. Written out for
+  // the two stages of the device rather than looped: it runs once per op placed.
+  Pick choose(int d) const {
+    const auto i = static_cast<std::size_t>(d);
+    const Choices& choices = choices_[i];
+    const TimeNs free = free_at_[i];
+    const double held = held_[i], room = room_[i];
+    const int low = d, high = 2 * p_ - 1 - d;
+    const Counters& cl = next_[static_cast<std::size_t>(low)];
+    const Counters& ch = next_[static_cast<std::size_t>(high)];
+    const StageCosts& kl = costs_[static_cast<std::size_t>(low)];
+    const StageCosts& kh = costs_[static_cast<std::size_t>(high)];
+
+    // B: the earliest of the two stages' next B that fits, ties to the preferred stage.
+    const TimeNs bl = held + kl.b_delta <= room ? start(free, b_ready_[index(low, cl.b)]) : kNever;
+    const TimeNs bh = held + kh.b_delta <= room ? start(free, b_ready_[index(high, ch.b)]) : kNever;
+    bool b_high = choices.lower_stage_backward_first ? bh < bl : bh <= bl && bh != kNever;
+    if (choices.commit && bh != kNever) b_high = true;
+    Pick b = b_high ? Pick{bh, OpKind::B, high} : Pick{bl, OpKind::B, low};
+
+    // F: likewise, within the cap on chunk 0 and the memory (with the room kept for chunk 1).
+    TimeNs fl = start(free, f_ready_[index(low, cl.f)]);
+    TimeNs fh = start(free, f_ready_[index(high, ch.f)]);
+    bool memory_bound = false;
+    if (fl != kNever && cl.f - cl.b >= choices.chunk0_in_flight) fl = kNever;
+    if (fl != kNever && held + (choices.reserve_for_chunk1 ? 2 * kl.f_delta : kl.f_delta) > room) {
+      fl = kNever;
+      memory_bound = true;
+    }
+    if (fh != kNever && held + kh.f_delta > room) {
+      fh = kNever;
+      memory_bound = true;
+    }
+    bool f_high = choices.chunk1_forward_first ? fh <= fl && fh != kNever : fh < fl;
+    if (choices.lookahead && fh != kNever && fl != kNever) {
+      f_high = choices.chunk1_forward_first ? fh < fl + kl.f_ns : !(fl < fh + kh.f_ns);
+    }
+    if (choices.commit && fh != kNever) f_high = true;
+    Pick f = f_high ? Pick{fh, OpKind::F, high} : Pick{fl, OpKind::F, low};
+    if (choices.alternate && seen_b_[i]) {
+      const bool f_left = cl.f < m_ || ch.f < m_;
+      const bool b_left = cl.b < m_ || ch.b < m_;
+      if (last_f_[i] && b_left) {
+        f.start_ns = kNever;
+      } else if (!last_f_[i] && f_left && !memory_bound) {
+        b.start_ns = kNever;
+      }
+    }
+
+    const bool wl_pending = cl.w < cl.b, wh_pending = ch.w < ch.b;
+    if (choices.tight_w && (wl_pending || wh_pending) &&
+        held + 2 * std::max(kl.f_delta, kh.f_delta) > room) {
+      const int w_stage =
+          (choices.lower_stage_backward_first ? wl_pending : !wh_pending) ? low : high;
+      return Pick{free, OpKind::W, w_stage};
+    }
+    bool forward_first = choices.forward_first;
+    if (choices.feed && f.start_ns == free && b.start_ns == free) {
+      forward_first = consumer_free(f) < consumer_free(b);
+    }
+    const Pick& first = forward_first ? f : b;
+    const Pick& second = forward_first ? b : f;
+    const Pick* target = nullptr;
+    if (choices.lookahead) {
+      const TimeNs second_end =
+          second.start_ns == kNever
+              ? kNever
+              : second.start_ns +
+                    costs_[static_cast<std::size_t>(second.stage)].duration_ns(second.kind);
+      target = first.start_ns != kNever && first.start_ns < second_end ? &first : &second;
+      if (target->start_ns == free) return *target;
+    } else {
+      if (first.start_ns == free) return first;
+      if (second.start_ns == free) return second;
+      target = first.start_ns <= second.start_ns ? &first : &second;
+    }
+    const Pick& earliest = *target;
+    // W: the preferred stage's pending one first.
+    const bool wl = cl.w < cl.b, wh = ch.w < ch.b;
+    if (wl || wh) {
+      const int w_stage = (choices.lower_stage_backward_first ? wl : !wh) ? low : high;
+      if (earliest.start_ns != kNever &&
+          static_cast<double>(earliest.start_ns - first_start_[i] - busy_[i]) >
+              choices.idle_allowance_ns) {
+        return Pick{free, OpKind::W, w_stage};
+      }
+      if ((!choices.w_only_in_long_gaps || memory_bound || earliest.start_ns == kNever ||
+           earliest.start_ns - free >= w_gap(choices, w_stage)) &&
+          (memory_bound || absorbed(earliest, free, w_stage))) {
+        return Pick{free, OpKind::W, w_stage};
+      }
+    }
+    return earliest;
+  }
+
+  // The shortest gap a W of `stage` fills under w_only_in_long_gaps.
+  TimeNs w_gap(const Choices& choices, int stage) const {
+    return static_cast<TimeNs>(choices.w_gap_share *
+                               static_cast<double>(costs_[static_cast<std::size_t>(stage)].w_ns));
+  }
+
+  // A W that would delay a known B runs only where the device that B feeds holds pending W's
+  // of at least kAbsorb times the delay. Measured on the reference sets (validation.md): 2 and
+  // 4 do about as well, 8 less; unlike zb-auto's greedy, where a fixed threshold loses rows
+  // (it sweeps one), the V greedy gains on average with it always on.
+  static constexpr int kAbsorb = 4;
+
+  // Whether a W of `w_stage` started at `free_ns`, delaying the B `waiting` by the rest of the
+  // W, leaves the device that B feeds pending W's worth kAbsorb times the delay: a delayed B
+  // passes its delay on down the chain unless the devices there have W's to run meanwhile
+  // (zb_auto.cpp's rule). Always true for an F, a B of stage 0 or an unknown start.
+  // Decided with the B's known when the device plans its op: a B that arrives later does not
+  // call a planned W back (doing so lost on the reference sets: zb-v 27 -> 26 rows at or
+  // below, V-Min's worst 1.0053 -> 1.0135).
+  bool absorbed(const Pick& waiting, TimeNs free_ns, int w_stage) const {
+    if (waiting.kind != OpKind::B || waiting.stage == 0 || waiting.start_ns == kNever) return true;
+    const TimeNs delay_ns =
+        free_ns + costs_[static_cast<std::size_t>(w_stage)].w_ns - waiting.start_ns;
+    if (delay_ns <= 0) return true;
+    const int d = device_of(waiting.stage - 1);
+    double pending_ns = 0;  // in doubles: a count times an op's time may leave int64's range
+    for (const int s : {d, 2 * p_ - 1 - d}) {
+      const Counters& c = next_[static_cast<std::size_t>(s)];
+      pending_ns += static_cast<double>(c.b - c.w) *
+                    static_cast<double>(costs_[static_cast<std::size_t>(s)].w_ns);
+    }
+    return pending_ns >= kAbsorb * static_cast<double>(delay_ns);
+  }
+
+  // When the device that runs the op's output next is free (never for a B of stage 0).
+  TimeNs consumer_free(const Pick& pick) const {
+    int next = pick.kind == OpKind::F ? pick.stage + 1 : pick.stage - 1;
+    if (next == 2 * p_) next = pick.stage;
+    if (next < 0) return kNever;
+    return free_at_[static_cast<std::size_t>(device_of(next))];
+  }
+
+  void replan(int d) {
+    Pick& plan = picks_[static_cast<std::size_t>(d)];
+    const TimeNs before = plan.start_ns;
+    plan = choose(d);
+    // Often the same time (a busy device whose next op stays at its end): the queue holds
+    // times only.
+    if (plan.start_ns != before) events_.set(static_cast<std::size_t>(d), plan.start_ns);
+  }
+
+  // Runs the pick on device d and makes its output ready where it goes.
+  void place(int d, const Pick& pick) {
+    const auto s = static_cast<std::size_t>(pick.stage);
+    const StageCosts& cost = costs_[s];
+    Counters& c = next_[s];
+    const int mb = pick.kind == OpKind::F ? c.f++ : pick.kind == OpKind::B ? c.b++ : c.w++;
+    const TimeNs duration = cost.duration_ns(pick.kind);
+    const double delta = cost.delta(pick.kind);
+    const TimeNs end = pick.start_ns + duration;
+    const auto i = static_cast<std::size_t>(d);
+    if (schedule_.device_ops[i].empty()) first_start_[i] = pick.start_ns;
+    schedule_.device_ops[i].push_back(Op{pick.kind, pick.stage, pick.stage < p_ ? 0 : 1, mb});
+    free_at_[i] = end;
+    busy_[i] += duration;
+    left_[i] -= duration;
+    held_[i] += delta;
+    peak_[i] = std::max(peak_[i], held_[i]);
+    if (pick.kind != OpKind::W) last_f_[i] = pick.kind == OpKind::F;
+    if (pick.kind == OpKind::B) seen_b_[i] = true;
+
+    // The op that now has its input: the next stage's F, this stage's B on the last stage,
+    // the previous stage's B.
+    OpKind next_kind = OpKind::B;
+    int next_stage = pick.stage - 1;
+    TimeNs ready = end + cost.b_out_ns;
+    if (pick.kind == OpKind::F) {
+      const bool last = pick.stage + 1 == 2 * p_;
+      next_kind = last ? OpKind::B : OpKind::F;
+      next_stage = last ? pick.stage : pick.stage + 1;
+      ready = end + cost.f_out_ns;
+    }
+    const bool has_next = pick.kind == OpKind::F || (pick.kind == OpKind::B && pick.stage > 0);
+    if (has_next) (next_kind == OpKind::F ? f_ready_ : b_ready_)[index(next_stage, mb)] = ready;
+    replan(d);
+    if (has_next && device_of(next_stage) != d) arrive(next_kind, next_stage, mb, ready);
+  }
+
+  // The input of `kind` of (stage, mb) has been made ready at `ready_ns` on another device:
+  // that device replans unless the new op cannot change its plan, which the rules of choose()
+  // guarantee when it is not the stage's next op of its kind, or when it could start only
+  // after the planned op (and a planned W would still fit before it).
+  void arrive(OpKind kind, int stage, int mb, TimeNs ready_ns) {
+    const Counters& c = next_[static_cast<std::size_t>(stage)];
+    if (mb != (kind == OpKind::F ? c.f : c.b)) return;
+    const int d = device_of(stage);
+    const auto i = static_cast<std::size_t>(d);
+    const Pick& plan = picks_[i];
+    const TimeNs start = std::max(free_at_[i], ready_ns);
+    const bool may_change_w =
+        choices_[i].w_only_in_long_gaps &&
+        (plan.kind == OpKind::W ? start - free_at_[i] < w_gap(choices_[i], plan.stage)
+                                : kind == OpKind::F);  // an F that does not fit lets a W go first
+    if (plan.start_ns == kNever || start <= plan.start_ns || may_change_w ||
+        choices_[i].lookahead) {
+      replan(d);
+    }
+  }
+
+  int p_, m_;
+  const std::vector<StageCosts>& costs_;  // per stage
+  const std::vector<Choices>& choices_;   // per device
+  std::size_t placed_ = 0;
+  std::vector<TimeNs> f_ready_, b_ready_;  // per (stage, mb): when the input is there
+  std::vector<Counters> next_;             // per stage
+  // Per device: when it is free, its first op's start, its work done and left.
+  std::vector<TimeNs> free_at_, first_start_, busy_, left_;
+  std::vector<double> held_, peak_;  // per device: activation memory held now, and at most
+  std::vector<double> room_;         // per device: the limit, with a tolerance for rounding
+  std::vector<Pick> picks_;          // per device: its planned next op
+  std::vector<char> last_f_, seen_b_;
+  DeviceEvents events_;  // per device: when its planned op starts
+  Schedule schedule_;
+};
+
+// The search over the greedy's choices (v_shape.h), in two phases:
+//  1. The same choices on every device: the combinations of the yes/no choices, each under
+//     a few caps on chunk-0 microbatches in flight (the same on every device, or falling by
+//     a fixed step per device: 1 or 2, and below 1F1B's memory 1/3, 1/2 or 2/3, with which
+//     V-Min at p = 32, m = 64 takes 505 units at unit cost against the blocks' and the
+//     authors' 507), every cap in turn for a combination, the most promising first. Each
+//     run is cut short once it must be slower than the best so far. The phase stops at zero
+//     bubble, or when a whole run would take the ops simulated past kUniformOps (the first
+//     run always goes): small pipelines try every candidate, large ones (p = 32, m = 256)
+//     just the first.
+//  2. Only where a whole round of it costs at most its budget (small p and m): choices per
+//     device, by coordinate descent from the best few results of phase 1 (kStarts with one
+//     cap on every device, then kSlopedStarts with sloped caps). One device at a time tries
+//     every cap and combination with the others fixed, keeping a change that makes the
+//     result better (shorter, else leaner, else with less span summed over the devices),
+//     until nothing improves or the budget is spent. Per-device choices matter where memory
+//     binds: V-Min's building block at p = 4 needs devices that behave differently, which
+//     phase 1 cannot give, and at p = 12 (m = 24, 36 at unit cost: 185 and 257 units instead
+//     of the blocks' 187 and 259) the descent needs about 3M ops. So the budget is
+//     kTightRefineOps below 1F1B's memory (fewer than 2p chunk-0 microbatches fit: V-Half,
+//     V-Min, a lower --mem-limit; about 2 s at p = 12, m = 36), else kRefineOps (at zb-v's
+//     default limit five times the budget changed no validation row's count or mean and
+//     doubled the time at p = 8). A round costs p * cap * 32 runs of 6pm ops, cap being what
+//     fits of chunk 0 (2p at zb-v's limit, about 2(p+4)/3 at V-Min's): zb-v refines up to
+//     p = 8, m = 25 or p = 4, m = 203, V-Min up to p = 12, m = 90 or p = 16, m = 42.
+class VSearch {
+ public:
+  static constexpr std::size_t kUniformOps = 1'000'000;
+  // Phase 1's budget shrinks with the square of the size: kUniformScale / ops of a run.
+  static constexpr std::size_t kUniformScale = 4'000'000'000;
+  // Its extension (the allowance runs, then the candidates not yet run) shrinks with the cube:
+  // kExtendedScale / ops^2, in all, at most kExtendedOps. It adds nothing from p = 32, m = 256
+  // (49k ops a run; the benchmark's size) on, where the cube falls below the square, and
+  // about 3 times phase 1's runs at p = 32, m = 88 (41 runs instead of 14), 4 times below
+  // 5k ops (4M ops, about 0.3 s).
+  static constexpr std::size_t kExtendedOps = 2'000'000;
+  static constexpr std::size_t kExtendedScale = 200'000'000'000'000;
+  static constexpr std::size_t kRefineOps = 5'000'000;
+  static constexpr std::size_t kTightRefineOps = 25'000'000;
+  static constexpr std::size_t kStarts = 4;        // results of phase 1 that phase 2 starts from
+  static constexpr std::size_t kSlopedStarts = 2;  // ... and of its runs with sloped caps, after
+  static constexpr int kMaxFit = 1 << 20;          // chunk0_fit_ when everything fits
+  // The scales of the idle allowance (idle_allowance()) that the best choices of phase 1 are
+  // run again with, the most often best first.
+  static constexpr double kAllowanceScales[] = {1.2, 1.0, 1.5};
+  // The shares of a W's length a gap must reach for the W to fill it (Choices::w_gap_share),
+  // tried in turn for each combination with w_only_in_long_gaps and each cap.
+  static constexpr double kWGapShares[] = {1.0, 0.5};
+
+  VSearch(int p, int m, const std::vector<StageCosts>& costs, const std::vector<double>& limit)
+      : p_(p), m_(m), costs_(costs), limit_(limit) {
+    pass_ops_ = static_cast<std::size_t>(6 * p * m);
+    // Chunk-0 microbatches whose activations fit on device 0: the scale of the caps. With no
+    // limit (inf) or activations of no size (x / 0) every microbatch fits: kMaxFit, which no cap
+    // below reaches in practice and which keeps the caps' arithmetic in range (the cast of inf
+    // to int was undefined; x86 made it INT_MIN, so a cap of 1 microbatch in flight).
+    const double fit = limit[0] / costs[0].f_delta + 1e-9;
+    chunk0_fit_ = fit < kMaxFit ? std::max(1, static_cast<int>(fit)) : kMaxFit;
+    below_1f1b_memory_ = chunk0_fit_ < 2 * p;
+    refine_ops_ = below_1f1b_memory_ ? kTightRefineOps : kRefineOps;
+    refine_ = static_cast<std::size_t>(p) * static_cast<std::size_t>(chunk0_fit_) *
+                  Choices::kDeviceCombinations * pass_ops_ <=
+              refine_ops_;
+    uniform_budget_ = std::min(kUniformOps, kUniformScale / pass_ops_);
+    extended_budget_ = std::min(kExtendedOps, kExtendedScale / pass_ops_ / pass_ops_);
+    for (const double scale : kAllowanceScales)
+      allowances_.push_back(idle_allowance(p, m, costs, limit, scale));
+  }
+
+  void run() {
+    std::vector<std::pair<Score, std::vector<Choices>>> starts, sloped_starts;
+    const int seven_eighths = (7 * chunk0_fit_ + 4) / 8;
+    const bool free_transfers = std::all_of(costs_.begin(), costs_.end(), [](const StageCosts& c) {
+      return c.f_out_ns == 0 && c.b_out_ns == 0;
+    });
+    const std::vector<Candidate> list = candidates(free_transfers, seven_eighths);
+    std::size_t next = 0;
+    for (; next < list.size(); ++next) {
+      if (done() || (best_ && spent_ + pass_ops_ > uniform_budget_)) break;
+      const std::vector<Choices> choices = uniform_choices(list[next]);
+      // Phase 2 starts from results that need not be the best: they must run to the end.
+      std::optional<Score> built = attempt(choices, refine_ ? kNever : bound());
+      if (!built || !refine_) continue;
+      // Phase 2 starts from the plain greedy's best runs (no alternation, lookahead or
+      // feeding): per-device choices matter most where the plain rules fall short (V-Min's
+      // building block). The best runs with the same cap on every device first, then the
+      // best with sloped caps.
+      if (list[next].bits >= Choices::kDeviceCombinations) continue;
+      auto& kept = list[next].slope_sixths == 0 ? starts : sloped_starts;
+      kept.emplace_back(*built, choices);
+      std::sort(kept.begin(), kept.end(),
+                [](const auto& a, const auto& b) { return a.first.better_than(b.first); });
+      if (kept.size() > (list[next].slope_sixths == 0 ? kStarts : kSlopedStarts)) kept.pop_back();
+    }
+    allowance_pass();
+    for (; next < list.size() && !done() && spent_ + pass_ops_ <= extended_budget_; ++next)
+      attempt(uniform_choices(list[next]), bound());
+    for (auto& sloped : sloped_starts)
+      starts.push_back(std::move(sloped));
+    const std::size_t refine_end = spent_ + refine_ops_;
+    for (auto& [current, choices] : starts) {
+      for (bool improved = true; improved && !done();) {
+        improved = false;
+        for (std::size_t d = 0; d < choices.size(); ++d) {
+          for (int cap = 1; cap <= chunk0_fit_; ++cap) {
+            for (int bits = 0; bits < Choices::kDeviceCombinations; ++bits) {
+              if (done() || spent_ + pass_ops_ > refine_end) return;
+              std::vector<Choices> trial = choices;
+              trial[d] = Choices::from_bits(bits, cap).with_rules_of(choices[d]);
+              if (trial[d] == choices[d]) continue;
+              std::optional<Score> built = attempt(trial, current.max_span_ns);
+              if (built && built->better_than(current)) {
+                current = *built;
+                choices = std::move(trial);
+                improved = true;
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+
+  // One uniform run of phase 1: the yes/no choices' bits, a cap on the chunk-0 microbatches
+  // in flight on device 0, lowered by slope_sixths / 6 on each later device (rounded down,
+  // at least 1).
+  struct Candidate {
+    int bits;
+    int cap;
+    int slope_sixths;
+    double w_gap_share = 1.0;
+  };
+
+  // Phase 1's runs, the most promising first: combinations by their distance from the one
+  // that wins most often (without transfers: the plain greedy, uncapped, which reaches zero
+  // bubble at unit costs; with transfers: forward first, a W only in a gap it fits, and
+  // lookahead, under a cap two below what fits that falls to about half of it at the V's top),
+  // each under every cap.
+  std::vector<Candidate> candidates(bool free_transfers, int seven_eighths) const {
+    const int anchor = free_transfers ? 3 : 81;
+    std::vector<int> bits(Choices::kCombinations);
+    for (int b = 0; b < Choices::kCombinations; ++b)
+      bits[static_cast<std::size_t>(b)] = b;
+    std::stable_sort(bits.begin(), bits.end(), [&](int a, int b) {
+      return std::popcount(static_cast<unsigned>(a ^ anchor)) <
+             std::popcount(static_cast<unsigned>(b ^ anchor));
+    });
+    const int fit = chunk0_fit_;
+    std::vector<std::pair<int, int>> caps;  // (cap, slope)
+    auto add = [&](int cap, int slope) {
+      if (cap >= 1 && std::find(caps.begin(), caps.end(), std::pair{cap, slope}) == caps.end())
+        caps.emplace_back(cap, slope);
+    };
+    if (free_transfers) add(Choices::kNoCap, 0);
+    // The anchor's cap falls to about half of fit - 2 at the V's top: by one microbatch per
+    // device at 1F1B's memory (fit = 2p), by less below it, where one per device would leave
+    // the top devices a cap of 1 (V-Half at p = 32: ten times the span of the best run).
+    const int halving = std::clamp((3 * fit + p_ / 2) / p_, 1, 6);
+    add(fit - 2, halving);
+    for (const auto& [cap, slope] : {std::pair{fit - 2, 6},
+                                     {Choices::kNoCap, 0},
+                                     {fit - 1, 0},
+                                     {seven_eighths, 0},
+                                     {fit - 2, 0},
+                                     {p_, 0},
+                                     {(3 * p_ + 3) / 4, 0},
+                                     {p_ - 1, 0},
+                                     {p_ / 2, 0},
+                                     {fit - 2, 12}}) {
+      add(cap, slope);
+    }
+    // Below 1F1B's memory the caps that fit fall along the V (V-Min's chunk-0 lifespans
+    // shorten by about a third of a period per device): slopes of 1/3, 1/2 and 2/3 per device.
+    if (below_1f1b_memory_) {
+      for (const int sixths : {2, 3, 4}) {
+        add(fit - 1, sixths);
+        add(fit - 2, sixths);
+      }
+    }
+    std::vector<Candidate> out;
+    for (const int b : bits) {
+      for (const auto& [cap, slope] : caps) {
+        for (const double share : kWGapShares) {
+          out.push_back({b, cap, slope, share});
+          if ((b & Choices::kWOnlyInLongGapsBit) == 0) break;  // the share has no effect
+        }
+      }
+    }
+    return out;
+  }
+
+  // The candidate's choices on every device.
+  std::vector<Choices> uniform_choices(const Candidate& candidate) const {
+    std::vector<Choices> choices(static_cast<std::size_t>(p_),
+                                 Choices::from_bits(candidate.bits, candidate.cap));
+    for (std::size_t d = 0; d < choices.size(); ++d) {
+      choices[d].w_gap_share = candidate.w_gap_share;
+      choices[d].chunk0_in_flight =
+          std::max(1, candidate.cap - candidate.slope_sixths * static_cast<int>(d) / 6);
+    }
+    return choices;
+  }
+
+  // The best choices of phase 1 again under each scale of the idle allowance, within the
+  // extended budget.
+  void allowance_pass() {
+    if (!best_) return;
+    const std::vector<Choices> base = best_choices_;
+    for (const auto& allowance : allowances_) {
+      if (done() || spent_ + pass_ops_ > extended_budget_) return;
+      std::vector<Choices> trial = base;
+      for (std::size_t d = 0; d < trial.size(); ++d)
+        trial[d].idle_allowance_ns = allowance[d];
+      attempt(trial, bound());
+    }
+  }
+
+  // The best schedule found, with its score; nothing if every run ran out of memory.
+  const std::optional<Score>& best() const { return best_; }
+  Schedule& best_schedule() { return best_schedule_; }
+  // The schedules that were the best before the best, the latest last (at most kRunnersUp):
+  // starts for the multi-start improver.
+  std::vector<std::pair<Schedule, TimeNs>>& runners_up() { return runners_up_; }
+  static constexpr std::size_t kRunnersUp = 6;
+
+ private:
+  bool done() const { return best_ && best_->no_bubble; }  // nothing is shorter
+  TimeNs bound() const { return best_ ? best_->max_span_ns : kNever; }
+
+  // One run of the greedy, stopped at `bound_ns`. Keeps the schedule if it is the best.
+  std::optional<Score> attempt(const std::vector<Choices>& choices, TimeNs bound_ns) {
+    VGreedy greedy(p_, m_, costs_, limit_, choices);
+    std::optional<Score> built = greedy.run(bound_ns);
+    spent_ += greedy.placed();
+    if (built && (!best_ || built->better_than(*best_))) {
+      if (best_) {
+        runners_up_.emplace_back(std::move(best_schedule_), best_->max_span_ns);
+        if (runners_up_.size() > kRunnersUp) runners_up_.erase(runners_up_.begin());
+      }
+      best_ = built;
+      best_choices_ = choices;
+      best_schedule_ = std::move(greedy.schedule());
+    }
+    return built;
+  }
+
+  int p_, m_;
+  const std::vector<StageCosts>& costs_;
+  const std::vector<double>& limit_;
+  int chunk0_fit_ = 1;
+  std::size_t pass_ops_ = 0;         // ops of one whole run
+  std::size_t uniform_budget_ = 0;   // ops phase 1 may place
+  std::size_t extended_budget_ = 0;  // ops phase 1 and its extension may place in all
+  bool refine_ = false;
+  bool below_1f1b_memory_ = false;               // fewer than 2p chunk-0 microbatches fit
+  std::size_t refine_ops_ = 0;                   // phase 2's budget
+  std::size_t spent_ = 0;                        // ops placed over all runs
+  std::vector<std::vector<double>> allowances_;  // per scale, per device
+  std::optional<Score> best_;
+  Schedule best_schedule_;
+  std::vector<Choices> best_choices_;
+  std::vector<std::pair<Schedule, TimeNs>> runners_up_;
+};
+
+}  // namespace
+
+std::optional<VGreedyResult> v_greedy_search(int p, int m, const std::vector<StageCosts>& costs,
+                                             const std::vector<double>& limit) {
+  VSearch search(p, m, costs, limit);
+  search.run();
+  if (!search.best()) return std::nullopt;
+  return VGreedyResult{std::move(search.best_schedule()), search.best()->max_span_ns,
+                       search.best()->no_bubble, std::move(search.runners_up())};
+}
+
+}  // namespace bubblesim::sim
