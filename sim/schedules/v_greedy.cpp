@@ -1,5 +1,8 @@
 #include "sim/schedules/v_greedy.h"
 
+#include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
+
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -451,6 +454,7 @@ class VGreedy {
 //     doubled the time at p = 8). A round costs p * cap * 32 runs of 6pm ops, cap being what
 //     fits of chunk 0 (2p at zb-v's limit, about 2(p+4)/3 at V-Min's): zb-v refines up to
 //     p = 8, m = 25 or p = 4, m = 203, V-Min up to p = 12, m = 90 or p = 16, m = 42.
+//     Its runs use the cores (refine_round), with the result of one run after another.
 class VSearch {
  public:
   static constexpr std::size_t kUniformOps = 1'000'000;
@@ -528,25 +532,59 @@ class VSearch {
     const std::size_t refine_end = spent_ + refine_ops_;
     for (auto& [current, choices] : starts) {
       for (bool improved = true; improved && !done();) {
-        improved = false;
-        for (std::size_t d = 0; d < choices.size(); ++d) {
-          for (int cap = 1; cap <= chunk0_fit_; ++cap) {
-            for (int bits = 0; bits < Choices::kDeviceCombinations; ++bits) {
-              if (done() || spent_ + pass_ops_ > refine_end) return;
-              std::vector<Choices> trial = choices;
-              trial[d] = Choices::from_bits(bits, cap).with_rules_of(choices[d]);
-              if (trial[d] == choices[d]) continue;
-              std::optional<Score> built = attempt(trial, current.max_span_ns);
-              if (built && built->better_than(current)) {
-                current = *built;
-                choices = std::move(trial);
-                improved = true;
-              }
-            }
-          }
+        const std::optional<bool> round = refine_round(current, choices, refine_end);
+        if (!round) return;  // the budget is spent
+        improved = *round;
+      }
+    }
+  }
+
+  // One round of phase 2 from `choices` (scored `current`): every device in turn tries every
+  // cap and combination with the others fixed, keeping each change that improves. Whether one
+  // did; nothing once the budget (up to `refine_end` ops placed) is spent or nothing is
+  // shorter.
+  // The trials run a batch at a time on the cores (oneTBB), each against the current choices,
+  // and are then taken in order, each under the budget left, up to the first that improves:
+  // the batch's later trials are dropped and the next batch starts after it. So the result is
+  // what one trial after another would give, on any number of cores. Improvements come in
+  // runs, so the batch after one is a single trial, doubling while none improves (up to
+  // batch_size_): few trials dropped where the cores are busy anyway (validate's rows).
+  std::optional<bool> refine_round(Score& current, std::vector<Choices>& choices,
+                                   std::size_t refine_end) {
+    const std::size_t per_device =
+        static_cast<std::size_t>(chunk0_fit_) * Choices::kDeviceCombinations;
+    const std::size_t round = choices.size() * per_device;
+    bool improved = false;
+    std::size_t width = 1;
+    for (std::size_t next = 0; next < round;) {
+      std::vector<std::pair<std::size_t, std::vector<Choices>>> batch;  // (trial, choices)
+      for (; next < round && batch.size() < width; ++next) {
+        const std::size_t d = next / per_device;
+        const auto cap = static_cast<int>(next % per_device / Choices::kDeviceCombinations) + 1;
+        const auto bits = static_cast<int>(next % Choices::kDeviceCombinations);
+        std::vector<Choices> trial = choices;
+        trial[d] = Choices::from_bits(bits, cap).with_rules_of(choices[d]);
+        if (trial[d] != choices[d]) batch.emplace_back(next, std::move(trial));
+      }
+      std::vector<Run> runs(batch.size());
+      tbb::parallel_for(std::size_t{0}, batch.size(), [&](std::size_t i) {
+        runs[i] = run_greedy(batch[i].second, current.max_span_ns);
+      });
+      width = std::min(2 * width, batch_size_);
+      for (std::size_t i = 0; i < batch.size(); ++i) {
+        if (done() || spent_ + pass_ops_ > refine_end) return std::nullopt;
+        std::optional<Score> built = commit(std::move(runs[i]), batch[i].second);
+        if (built && built->better_than(current)) {
+          current = *built;
+          choices = std::move(batch[i].second);
+          improved = true;
+          next = batch[i].first + 1;
+          width = 1;
+          break;
         }
       }
     }
+    return improved;
   }
 
   // One uniform run of phase 1: the yes/no choices' bits, a cap on the chunk-0 microbatches
@@ -643,6 +681,7 @@ class VSearch {
     }
   }
 
+  std::size_t ops_placed() const { return spent_; }
   // The best schedule found, with its score; nothing if every run ran out of memory.
   const std::optional<Score>& best() const { return best_; }
   Schedule& best_schedule() { return best_schedule_; }
@@ -657,19 +696,37 @@ class VSearch {
 
   // One run of the greedy, stopped at `bound_ns`. Keeps the schedule if it is the best.
   std::optional<Score> attempt(const std::vector<Choices>& choices, TimeNs bound_ns) {
+    return commit(run_greedy(choices, bound_ns), choices);
+  }
+
+  // One run of the greedy, stopped at `bound_ns`, not yet counted: safe to call concurrently.
+  struct Run {
+    std::optional<Score> built;
+    std::size_t placed = 0;
+    Schedule schedule;
+  };
+  Run run_greedy(const std::vector<Choices>& choices, TimeNs bound_ns) const {
     VGreedy greedy(p_, m_, costs_, limit_, choices);
-    std::optional<Score> built = greedy.run(bound_ns);
-    spent_ += greedy.placed();
-    if (built && (!best_ || built->better_than(*best_))) {
+    Run out;
+    out.built = greedy.run(bound_ns);
+    out.placed = greedy.placed();
+    if (out.built) out.schedule = std::move(greedy.schedule());
+    return out;
+  }
+
+  // Counts the run's ops and keeps its schedule if it is the best.
+  std::optional<Score> commit(Run run, const std::vector<Choices>& choices) {
+    spent_ += run.placed;
+    if (run.built && (!best_ || run.built->better_than(*best_))) {
       if (best_) {
         runners_up_.emplace_back(std::move(best_schedule_), best_->max_span_ns);
         if (runners_up_.size() > kRunnersUp) runners_up_.erase(runners_up_.begin());
       }
-      best_ = built;
+      best_ = run.built;
       best_choices_ = choices;
-      best_schedule_ = std::move(greedy.schedule());
+      best_schedule_ = std::move(run.schedule);
     }
-    return built;
+    return run.built;
   }
 
   int p_, m_;
@@ -680,8 +737,10 @@ class VSearch {
   std::size_t uniform_budget_ = 0;   // ops phase 1 may place
   std::size_t extended_budget_ = 0;  // ops phase 1 and its extension may place in all
   bool refine_ = false;
-  bool below_1f1b_memory_ = false;               // fewer than 2p chunk-0 microbatches fit
-  std::size_t refine_ops_ = 0;                   // phase 2's budget
+  bool below_1f1b_memory_ = false;  // fewer than 2p chunk-0 microbatches fit
+  std::size_t refine_ops_ = 0;      // phase 2's budget
+  // Phase 2's trials run at once: twice the threads of the arena the search runs in.
+  std::size_t batch_size_ = 2 * static_cast<std::size_t>(tbb::this_task_arena::max_concurrency());
   std::size_t spent_ = 0;                        // ops placed over all runs
   std::vector<std::vector<double>> allowances_;  // per scale, per device
   std::optional<Score> best_;
@@ -698,7 +757,8 @@ std::optional<VGreedyResult> v_greedy_search(int p, int m, const std::vector<Sta
   search.run();
   if (!search.best()) return std::nullopt;
   return VGreedyResult{std::move(search.best_schedule()), search.best()->max_span_ns,
-                       search.best()->no_bubble, std::move(search.runners_up())};
+                       search.best()->no_bubble, std::move(search.runners_up()),
+                       search.ops_placed()};
 }
 
 }  // namespace bubblesim::sim

@@ -9,9 +9,11 @@
 // point of its order, and is timed from `costs`, one cost per stage and kind (not per
 // microbatch). It optimises the largest device span, then the peak, then the spans summed over
 // the devices. Complexity: budgets in simulated ops bound the search (v_shape.h: thousands of
-// runs for small pipelines, one or two at p = 32, m = 256).
+// runs for small pipelines, one or two at p = 32, m = 256); the per-device refinement's runs
+// use the cores of the calling oneTBB arena, with the result of one run after another.
 #pragma once
 
+#include <cstddef>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -29,6 +31,7 @@ struct VGreedyResult {
   // The runs that were the best before it, the latest last (at most 6), with their spans:
   // starts for the multi-start improver.
   std::vector<std::pair<Schedule, TimeNs>> runners_up;
+  std::size_t ops_placed = 0;  // by all the search's runs: what its budgets count
 };
 
 // The search of v_shape.h over the greedy's choices. `costs`: one entry per stage (2p; stage s

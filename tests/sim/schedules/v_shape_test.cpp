@@ -2,13 +2,17 @@
 #include "sim/schedules/v_shape.h"
 
 #include <gtest/gtest.h>
+#include <tbb/task_arena.h>
 
 #include <limits>
 #include <string>
+#include <vector>
 
 #include "sim/op_graph.h"
 #include "sim/placement.h"
 #include "sim/schedules/handcrafted.h"
+#include "sim/schedules/stage_costs.h"
+#include "sim/schedules/v_greedy.h"
 #include "sim/simulation.h"
 
 namespace bubblesim::sim {
@@ -181,6 +185,36 @@ TEST(ControllableMemory, PeaksAreHalfAndAThirdOfOneFOneBs) {
     const Metrics full = simulate(zb_v(p, 3 * p, &costs), costs).metrics;
     EXPECT_LE(full.bubble_rate, half.bubble_rate) << p;
     EXPECT_LE(half.bubble_rate, third.bubble_rate + 1e-12) << p;
+  }
+}
+
+// The per-device refinement runs its trials a batch at a time on the cores and keeps what one
+// trial after another would (v_greedy.cpp): the greedy's result, its runners-up included, is
+// the same on 1, 2 or 3 threads. Uneven costs and V-Min's memory, where the refinement
+// improves many times and its budget ends it.
+TEST(ControllableMemory, TheGreedyGivesTheSameOnAnyNumberOfThreads) {
+  const int p = 4;
+  std::vector<DeviceCosts> devices;
+  for (int d = 0; d < p; ++d) {
+    devices.push_back(DeviceCosts{ms_to_ns(1.0 + 0.1 * d), ms_to_ns(1.2 - 0.05 * d),
+                                  ms_to_ns(0.7 + 0.03 * d), ms_to_ns(0.05), 1.0, 0.5});
+  }
+  const PerDeviceCostModel costs(devices, 2);
+  const std::vector<StageCosts> stages = stage_costs(v_placement(p), costs);
+  const std::vector<double> limit(p, (p + 4) / 3);  // V-Min's, in whole-stage M_B
+  auto on = [&](int threads) {
+    tbb::task_arena arena(threads);
+    return arena.execute([&] { return v_greedy_search(p, 3 * p, stages, limit); });
+  };
+  const std::optional<VGreedyResult> one = on(1);
+  ASSERT_TRUE(one.has_value());
+  for (const int threads : {2, 3}) {
+    const std::optional<VGreedyResult> many = on(threads);
+    ASSERT_TRUE(many.has_value());
+    EXPECT_EQ(many->schedule, one->schedule) << threads;
+    EXPECT_EQ(many->max_span_ns, one->max_span_ns) << threads;
+    EXPECT_EQ(many->runners_up, one->runners_up) << threads;
+    EXPECT_EQ(many->ops_placed, one->ops_placed) << threads;
   }
 }
 
