@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <optional>
 
+#include "sim/device_events.h"
 #include "sim/engine.h"
 #include "sim/placement.h"
 #include "sim/schedules/justify.h"
