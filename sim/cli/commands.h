@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/app/run.h"
 #include "sim/cli/options.h"
 #include "sim/cli/output.h"
 #include "sim/output_file.h"
@@ -33,8 +34,14 @@ struct Recording {
   std::string command_line;
 };
 
+// The request for such a run: with `exact_time_limit_s`, improved by the exact mode; with
+// `recording`, keeping the run's record for the results file (runs.cpp).
+app::RunRequest run_request(std::string name, const sim::ScheduleGenerator* generator,
+                            sim::ScheduleParams params, std::optional<double> exact_time_limit_s,
+                            const Recording* recording);
+
 // Runs `schedule` (or, with a generator, the schedule it builds) in the inputs' scenario
-// (app::run), as simulate and compare do (runs.cpp); with `exact_time_limit_s`, improved by the
+// (app::run), as simulate does (runs.cpp); with `exact_time_limit_s`, improved by the
 // exact mode; with `recording`, keeping the run's record for the results file. `schedule`
 // becomes the schedule that ran.
 RunSummary run_schedule(std::string name, sim::Schedule& schedule,

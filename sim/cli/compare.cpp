@@ -63,16 +63,10 @@ int cmd_compare(const std::vector<std::string>& args, const std::string& command
   // the list is an error.
   auto request = [&](std::size_t i) {
     const sim::ScheduleGenerator& g = *generators[i];
-    app::RunRequest r;
-    r.generator = &g;
-    r.name = std::string(g.name());
-    r.params = params_for(in, g, true);
-    if (!in.out.empty()) {
-      r.keep_record = true;
-      r.record_name = in.run_name.empty() ? r.name : in.run_name + "." + r.name;
-      r.command_line = command_line;
-    }
-    return r;
+    const std::string name(g.name());
+    const Recording recording{in.run_name.empty() ? name : in.run_name + "." + name, command_line};
+    return run_request(name, &g, params_for(in, g, true), std::nullopt,
+                       in.out.empty() ? nullptr : &recording);
   };
   std::vector<app::RunOutcome> outcomes = app::run_each(in, generators.size(), request, jobs);
   std::vector<RunSummary> runs;

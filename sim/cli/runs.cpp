@@ -11,13 +11,9 @@ namespace bubblesim::cli {
 
 namespace po = boost::program_options;
 
-// Runs `schedule` (or, with a generator, the schedule it builds) in the inputs' scenario
-// (app::run); with `exact_time_limit_s`, improved by the exact mode; with `recording`, keeping
-// the run's record for the results file.
-RunSummary run_schedule(std::string name, sim::Schedule& schedule,
-                        const sim::ScheduleGenerator* generator, sim::ScheduleParams params,
-                        const RunInputs& in, std::optional<double> exact_time_limit_s,
-                        const Recording* recording) {
+app::RunRequest run_request(std::string name, const sim::ScheduleGenerator* generator,
+                            sim::ScheduleParams params, std::optional<double> exact_time_limit_s,
+                            const Recording* recording) {
   app::RunRequest request;
   request.generator = generator;
   request.name = std::move(name);
@@ -28,7 +24,15 @@ RunSummary run_schedule(std::string name, sim::Schedule& schedule,
     request.record_name = recording->run_name;
     request.command_line = recording->command_line;
   }
-  return app::run(in, request, schedule);
+  return request;
+}
+
+RunSummary run_schedule(std::string name, sim::Schedule& schedule,
+                        const sim::ScheduleGenerator* generator, sim::ScheduleParams params,
+                        const RunInputs& in, std::optional<double> exact_time_limit_s,
+                        const Recording* recording) {
+  return app::run(
+      in, run_request(std::move(name), generator, params, exact_time_limit_s, recording), schedule);
 }
 
 // Adds the runs' records to the --out file (all or none of them), into `file`'s temporary.
