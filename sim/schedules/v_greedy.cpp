@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "sim/device_events.h"
+#include "sim/error.h"
 #include "sim/placement.h"
 
 namespace bubblesim::sim {
@@ -121,16 +122,37 @@ std::vector<double> idle_allowance(int p, int m, const std::vector<StageCosts>& 
   return out;
 }
 
+// Decisions forced against the rules (VSearch's phase 3): per device, per position of its
+// order, 0 (the rules decide) or one of the codes below. A forced op that cannot run there (no
+// W pending, no F or B allowed by the memory and the cap) leaves the decision to the rules.
+using Overrides = std::vector<std::vector<signed char>>;
+constexpr int kForceW = 1;  // a pending W, now
+constexpr int kForceB = 2;  // the B the rules prefer, waiting for its input if need be
+constexpr int kForceF = 3;  // the F the rules prefer, likewise
+constexpr int kNoW = 4;     // whatever the rules choose but a W
+constexpr int kForceCodes = 4;
+
+// Whether forcing `code` where the rules ran an op of `kind` can change the run.
+constexpr bool changes(int code, OpKind kind) {
+  switch (code) {
+    case kForceW: return kind != OpKind::W;
+    case kForceB: return kind != OpKind::B;
+    case kForceF: return kind != OpKind::F;
+    default: return kind == OpKind::W;
+  }
+}
+
 // Builds one V schedule by simulating: see v_shape.h. Returns nothing when the memory limit
 // stops every device before all ops are placed.
 class VGreedy {
  public:
   VGreedy(int p, int m, const std::vector<StageCosts>& costs, const std::vector<double>& limit,
-          const std::vector<Choices>& choices)
+          const std::vector<Choices>& choices, const Overrides* overrides = nullptr)
       : p_(p),
         m_(m),
         costs_(costs),
         choices_(choices),
+        overrides_(overrides),
         // One entry more per stage than microbatches, never ready: reading past the last
         // microbatch of a pass needs no check.
         f_ready_(static_cast<std::size_t>(2 * p * (m + 1)), kNever),
@@ -167,7 +189,24 @@ class VGreedy {
   std::optional<Score> run(TimeNs bound_ns) {
     for (int d = 0; d < p_; ++d)
       replan(d);
+    return resume(bound_ns);
+  }
+
+  // run(), keeping a copy of the state every `every` ops placed (the first before any) in
+  // `snapshots`: a run that differs from this one only in decisions taken after the copy
+  // resumes from it (resume()).
+  std::optional<Score> run_keeping(TimeNs bound_ns, std::size_t every,
+                                   std::vector<VGreedy>& snapshots) {
+    for (int d = 0; d < p_; ++d)
+      replan(d);
+    return resume(bound_ns, every, &snapshots);
+  }
+
+  // Places the ops left, from the state as it is (a snapshot's, or after run()'s first plans).
+  std::optional<Score> resume(TimeNs bound_ns, std::size_t every = 0,
+                              std::vector<VGreedy>* snapshots = nullptr) {
     while (events_.next_time() != kNever) {
+      if (snapshots != nullptr && placed_ % every == 0) snapshots->push_back(*this);
       const auto d = events_.next_device();
       place(static_cast<int>(d), picks_[d]);
       ++placed_;
@@ -186,6 +225,11 @@ class VGreedy {
     }
     return built;
   }
+
+  // The decisions forced from now on (the caller keeps them alive while the run goes).
+  void force(const Overrides* overrides) { overrides_ = overrides; }
+  // Ops placed on each device so far.
+  std::size_t placed_on(std::size_t device) const { return schedule_.device_ops[device].size(); }
 
   std::size_t placed() const { return placed_; }
   Schedule& schedule() { return schedule_; }
@@ -248,6 +292,18 @@ class VGreedy {
     }
     if (choices.commit && fh != kNever) f_high = true;
     Pick f = f_high ? Pick{fh, OpKind::F, high} : Pick{fl, OpKind::F, low};
+    const int forced = forced_at(i);
+    bool no_w = false;
+    if (forced != 0) {
+      const bool wlp = cl.w < cl.b, whp = ch.w < ch.b;
+      if (forced == kForceW && (wlp || whp)) {
+        const int w_stage = (choices.lower_stage_backward_first ? wlp : !whp) ? low : high;
+        return Pick{free, OpKind::W, w_stage};
+      }
+      if (forced == kForceB && b.start_ns != kNever) return b;
+      if (forced == kForceF && f.start_ns != kNever) return f;
+      no_w = forced == kNoW;
+    }
     if (choices.alternate && seen_b_[i]) {
       const bool f_left = cl.f < m_ || ch.f < m_;
       const bool b_left = cl.b < m_ || ch.b < m_;
@@ -259,7 +315,7 @@ class VGreedy {
     }
 
     const bool wl_pending = cl.w < cl.b, wh_pending = ch.w < ch.b;
-    if (choices.tight_w && (wl_pending || wh_pending) &&
+    if (!no_w && choices.tight_w && (wl_pending || wh_pending) &&
         held + 2 * std::max(kl.f_delta, kh.f_delta) > room) {
       const int w_stage =
           (choices.lower_stage_backward_first ? wl_pending : !wh_pending) ? low : high;
@@ -288,7 +344,7 @@ class VGreedy {
     const Pick& earliest = *target;
     // W: the preferred stage's pending one first.
     const bool wl = cl.w < cl.b, wh = ch.w < ch.b;
-    if (wl || wh) {
+    if (!no_w && (wl || wh)) {
       const int w_stage = (choices.lower_stage_backward_first ? wl : !wh) ? low : high;
       if (earliest.start_ns != kNever &&
           static_cast<double>(earliest.start_ns - first_start_[i] - busy_[i]) >
@@ -302,6 +358,13 @@ class VGreedy {
       }
     }
     return earliest;
+  }
+
+  int forced_at(std::size_t i) const {
+    if (overrides_ == nullptr) return 0;
+    const auto& row = (*overrides_)[i];
+    const std::size_t pos = schedule_.device_ops[i].size();
+    return pos < row.size() ? row[pos] : 0;
   }
 
   // The shortest gap a W of `stage` fills under w_only_in_long_gaps.
@@ -408,7 +471,7 @@ class VGreedy {
         (plan.kind == OpKind::W ? start - free_at_[i] < w_gap(choices_[i], plan.stage)
                                 : kind == OpKind::F);  // an F that does not fit lets a W go first
     if (plan.start_ns == kNever || start <= plan.start_ns || may_change_w ||
-        choices_[i].lookahead) {
+        choices_[i].lookahead || forced_at(i) != 0) {
       replan(d);
     }
   }
@@ -416,6 +479,7 @@ class VGreedy {
   int p_, m_;
   const std::vector<StageCosts>& costs_;  // per stage
   const std::vector<Choices>& choices_;   // per device
+  const Overrides* overrides_;            // per device, per position: a forced decision
   std::size_t placed_ = 0;
   std::vector<TimeNs> f_ready_, b_ready_;  // per (stage, mb): when the input is there
   std::vector<Counters> next_;             // per stage
@@ -429,7 +493,8 @@ class VGreedy {
   Schedule schedule_;
 };
 
-// The search over the greedy's choices (v_shape.h), in two phases:
+// The search over the greedy's choices (v_shape.h), in three phases (the third is
+// descend_decisions: single decisions forced against the rules):
 //  1. The same choices on every device: the combinations of the yes/no choices, each under
 //     a few caps on chunk-0 microbatches in flight (the same on every device, or falling by
 //     a fixed step per device: 1 or 2, and below 1F1B's memory 1/3, 1/2 or 2/3, with which
@@ -470,7 +535,13 @@ class VSearch {
   static constexpr std::size_t kRefineOps = 5'000'000;
   static constexpr std::size_t kTightRefineOps = 25'000'000;
   static constexpr std::size_t kStarts = 4;        // results of phase 1 that phase 2 starts from
-  static constexpr std::size_t kSlopedStarts = 2;  // ... and of its runs with sloped caps, after
+  static constexpr std::size_t kSlopedStarts = 2;
+  // Phase 3's budget: kDecisionOps up to runs of kDecisionFullOps ops, then falling with the
+  // fourth power of the size (p = 32, m = 92: 1M ops; none from p = 32, m = 200 on, where it
+  // pays for less than two runs); copies of the state kept per run.
+  static constexpr std::size_t kDecisionOps = 10'000'000;
+  static constexpr double kDecisionFullOps = 10'000;
+  static constexpr std::size_t kSnapshots = 32;  // ... and of its runs with sloped caps, after
   static constexpr int kMaxFit = 1 << 20;          // chunk0_fit_ when everything fits
   // The scales of the idle allowance (idle_allowance()) that the best choices of phase 1 are
   // run again with, the most often best first.
@@ -479,8 +550,9 @@ class VSearch {
   // tried in turn for each combination with w_only_in_long_gaps and each cap.
   static constexpr double kWGapShares[] = {1.0, 0.5};
 
-  VSearch(int p, int m, const std::vector<StageCosts>& costs, const std::vector<double>& limit)
-      : p_(p), m_(m), costs_(costs), limit_(limit) {
+  VSearch(int p, int m, const std::vector<StageCosts>& costs, const std::vector<double>& limit,
+          const VGreedyOptions& options)
+      : p_(p), m_(m), costs_(costs), limit_(limit), options_(options) {
     pass_ops_ = static_cast<std::size_t>(6 * p * m);
     // Chunk-0 microbatches whose activations fit on device 0: the scale of the caps. With no
     // limit (inf) or activations of no size (x / 0) every microbatch fits: kMaxFit, which no cap
@@ -533,10 +605,11 @@ class VSearch {
     for (auto& [current, choices] : starts) {
       for (bool improved = true; improved && !done();) {
         const std::optional<bool> round = refine_round(current, choices, refine_end);
-        if (!round) return;  // the budget is spent
+        if (!round) break;  // the budget is spent
         improved = *round;
       }
     }
+    descend_decisions();
   }
 
   // One round of phase 2 from `choices` (scored `current`): every device in turn tries every
@@ -554,37 +627,196 @@ class VSearch {
     const std::size_t per_device =
         static_cast<std::size_t>(chunk0_fit_) * Choices::kDeviceCombinations;
     const std::size_t round = choices.size() * per_device;
+    auto make = [&](std::size_t next) -> std::optional<std::vector<Choices>> {
+      const std::size_t d = next / per_device;
+      const auto cap = static_cast<int>(next % per_device / Choices::kDeviceCombinations) + 1;
+      const auto bits = static_cast<int>(next % Choices::kDeviceCombinations);
+      std::vector<Choices> trial = choices;
+      trial[d] = Choices::from_bits(bits, cap).with_rules_of(choices[d]);
+      if (trial[d] == choices[d]) return std::nullopt;
+      return trial;
+    };
+    auto execute = [&](const std::vector<Choices>& trial) {
+      return run_greedy(trial, current.max_span_ns);
+    };
     bool improved = false;
-    std::size_t width = 1;
     for (std::size_t next = 0; next < round;) {
-      std::vector<std::pair<std::size_t, std::vector<Choices>>> batch;  // (trial, choices)
-      for (; next < round && batch.size() < width; ++next) {
-        const std::size_t d = next / per_device;
-        const auto cap = static_cast<int>(next % per_device / Choices::kDeviceCombinations) + 1;
-        const auto bits = static_cast<int>(next % Choices::kDeviceCombinations);
-        std::vector<Choices> trial = choices;
-        trial[d] = Choices::from_bits(bits, cap).with_rules_of(choices[d]);
-        if (trial[d] != choices[d]) batch.emplace_back(next, std::move(trial));
-      }
-      std::vector<Run> runs(batch.size());
-      tbb::parallel_for(std::size_t{0}, batch.size(), [&](std::size_t i) {
-        runs[i] = run_greedy(batch[i].second, current.max_span_ns);
-      });
-      width = std::min(2 * width, batch_size_);
-      for (std::size_t i = 0; i < batch.size(); ++i) {
-        if (done() || spent_ + pass_ops_ > refine_end) return std::nullopt;
-        std::optional<Score> built = commit(std::move(runs[i]), batch[i].second);
-        if (built && built->better_than(current)) {
-          current = *built;
-          choices = std::move(batch[i].second);
-          improved = true;
-          next = batch[i].first + 1;
-          width = 1;
-          break;
-        }
-      }
+      auto found = first_better<std::vector<Choices>>(
+          next, round, refine_end, current, make, execute,
+          [](const std::vector<Choices>& trial) -> const std::vector<Choices>& { return trial; },
+          [](const Score& run, const Score& now) { return run.better_than(now); });
+      if (!found) return std::nullopt;
+      if (found->index == round) break;
+      current = found->score;
+      choices = std::move(found->input);
+      improved = true;
+      next = found->index + 1;
     }
     return improved;
+  }
+
+  // Phase 3, the decision descent, within its budget (kDecisionOps, falling with the size):
+  // from the best run, single decisions of the greedy are forced against its rules, one
+  // device and one position of its order at a time (a W instead of the F or B the rules ran
+  // there; the F or the B instead of a W, or instead of each other, waiting for its input if
+  // need be; no W where the rules ran one), keeping each change that shortens the run (the
+  // later decisions follow the rules again: they adapt to the forced one), until a whole round
+  // over the positions improves nothing or the budget is spent. A trial resumes from a copy
+  // of the run's state taken before the forced decision (kSnapshots per run): forcing a late
+  // decision costs only the ops after it; a forced W where none is pending is not tried.
+  // Where memory binds (zb-v's default limit on large pipelines) the rules hold W's back too
+  // long: most forced decisions kept are a W where the rules ran an F or B, and zb-v gained 3
+  // reference rows (docs/validation.md). The search's best before it stays a runner-up.
+  void descend_decisions() {
+    const double falling = std::pow(kDecisionFullOps / static_cast<double>(pass_ops_), 4);
+    const auto budget = static_cast<std::size_t>(static_cast<double>(kDecisionOps) *
+                                                 std::min(1.0, falling));
+    if (!options_.descend_decisions || !best_ || done() || budget < 2 * pass_ops_) return;
+    const std::size_t end = spent_ + budget;
+    const std::vector<Choices> choices = best_choices_;
+    // The runners-up stay those of phases 1-2 and their best (diverse starts for the improver,
+    // rather than the descent's steps, each one decision from the next).
+    auto runners_up = runners_up_;
+    runners_up.emplace_back(best_schedule_, best_->max_span_ns);
+    if (runners_up.size() > kRunnersUp) runners_up.erase(runners_up.begin());
+    const Score before = *best_;
+    descend(choices, end);
+    if (best_->better_than(before)) runners_up_ = std::move(runners_up);
+  }
+
+  void descend(const std::vector<Choices>& choices, std::size_t end) {
+    Overrides forced(static_cast<std::size_t>(p_),
+                     std::vector<signed char>(static_cast<std::size_t>(6 * m_), 0));
+    Score current = *best_;
+    const std::size_t per_device = forced[0].size() * kForceCodes;
+    const std::size_t round = forced.size() * per_device;
+    const std::size_t every = std::max<std::size_t>(1, pass_ops_ / kSnapshots);
+    std::vector<VGreedy> snapshots;
+    std::vector<std::vector<int>> w_pending;  // per device, per position: W's pending there
+    auto keep_snapshots = [&] {
+      w_pending.assign(forced.size(), {});
+      for (std::size_t d = 0; d < forced.size(); ++d) {
+        int pending = 0;
+        for (const Op& op : best_schedule_.device_ops[d]) {
+          w_pending[d].push_back(pending);
+          pending += op.kind == OpKind::B ? 1 : op.kind == OpKind::W ? -1 : 0;
+        }
+      }
+      snapshots.clear();
+      VGreedy base(p_, m_, costs_, limit_, choices, &forced);
+      spent_ += pass_ops_;
+      base.run_keeping(kNever, every, snapshots);
+    };
+    // Trial `next`: per device, per position, per code (those that change what the run did).
+    auto make = [&](std::size_t next) -> std::optional<DecisionTrial> {
+      const std::size_t d = next / per_device;
+      const std::size_t pos = next % per_device / kForceCodes;
+      const int code = static_cast<int>(next % kForceCodes) + 1;
+      if (forced[d][pos] != 0 || !changes(code, best_schedule_.device_ops[d][pos].kind) ||
+          (code == kForceW && w_pending[d][pos] == 0)) {
+        return std::nullopt;
+      }
+      DecisionTrial trial{forced, 0, false};
+      trial.forced[d][pos] = static_cast<signed char>(code);
+      // The last copy taken before the device planned its op at `pos` (none: from the start).
+      while (trial.snapshot + 1 < snapshots.size() &&
+             snapshots[trial.snapshot + 1].placed_on(d) < pos) {
+        ++trial.snapshot;
+      }
+      trial.fresh = snapshots[trial.snapshot].placed_on(d) >= pos;
+      return trial;
+    };
+    auto execute = [&](const DecisionTrial& trial) {
+      if (trial.fresh) return run_greedy(choices, current.max_span_ns, &trial.forced);
+      const VGreedy& from = snapshots[trial.snapshot];
+      VGreedy greedy = from;
+      greedy.force(&trial.forced);
+      Run out;
+      out.built = greedy.resume(current.max_span_ns);
+      out.placed = greedy.placed() - from.placed();
+      if (out.built) out.schedule = std::move(greedy.schedule());
+      if (options_.check_resumes) {
+        const Run fresh = run_greedy(choices, current.max_span_ns, &trial.forced);
+        BUBBLESIM_CHECK(fresh.built.has_value() == out.built.has_value() &&
+                            (!out.built || (fresh.schedule == out.schedule &&
+                                            fresh.built->max_span_ns == out.built->max_span_ns)),
+                        "a run of the V greedy resumed from a copy of its state differs from "
+                        "the same run from the start");
+      }
+      return out;
+    };
+    auto same_choices = [&](const DecisionTrial&) -> const std::vector<Choices>& {
+      return choices;
+    };
+    // Only a shorter run: a forced decision kept for a tie-break (less span summed, a lower
+    // peak) changed which start the improver took (the default example's zb-v ended with the
+    // same span, 2.5 ms longer from first op to last).
+    auto shorter = [](const Score& run, const Score& now) {
+      return run.max_span_ns < now.max_span_ns;
+    };
+    for (bool improved = true; improved;) {
+      improved = false;
+      for (std::size_t next = 0; next < round;) {
+        if (spent_ + pass_ops_ > end) return;
+        keep_snapshots();
+        auto found = first_better<DecisionTrial>(next, round, end, current, make, execute,
+                                                 same_choices, shorter);
+        if (!found || found->index == round) break;
+        current = found->score;
+        forced = std::move(found->input.forced);
+        improved = true;
+        next = found->index + 1;
+      }
+    }
+  }
+
+  // A trial of phase 3: the forced decisions, and the state it resumes from (snapshots[i],
+  // or a fresh run).
+  struct DecisionTrial {
+    Overrides forced;
+    std::size_t snapshot = 0;
+    bool fresh = false;
+  };
+
+  // The trials from `begin` on (of `count`) a batch at a time on the cores (oneTBB): make(i)
+  // gives trial i's input (nothing: no trial), execute(input) runs it (concurrently, so const
+  // work only); then the runs are counted in order (commit, with choices_of(input)) under the
+  // budget up to `end` ops placed, up to the first that is better(run, current): the
+  // batch's later trials are dropped. So the result is what one trial after another would
+  // give, on any number of cores. Improvements come in runs, so a search starts with a batch
+  // of one trial, doubling while none improves (up to batch_size_): few trials dropped where
+  // the cores are busy anyway (validate's rows). Returns the first better trial (index
+  // `count` if none), nothing once the budget is spent.
+  template <class Input>
+  struct Found {
+    std::size_t index;
+    Input input;
+    Score score;
+  };
+  template <class Input, class Make, class Execute, class ChoicesOf, class Better>
+  std::optional<Found<Input>> first_better(std::size_t begin, std::size_t count, std::size_t end,
+                                           const Score& current, const Make& make,
+                                           const Execute& execute, const ChoicesOf& choices_of,
+                                           const Better& better) {
+    std::size_t width = 1;
+    for (std::size_t next = begin; next < count;) {
+      std::vector<std::pair<std::size_t, Input>> batch;  // (trial, input)
+      for (; next < count && batch.size() < width; ++next) {
+        std::optional<Input> input = make(next);
+        if (input) batch.emplace_back(next, std::move(*input));
+      }
+      std::vector<Run> runs(batch.size());
+      tbb::parallel_for(std::size_t{0}, batch.size(),
+                        [&](std::size_t i) { runs[i] = execute(batch[i].second); });
+      width = std::min(2 * width, batch_size_);
+      for (std::size_t i = 0; i < batch.size(); ++i) {
+        if (done() || spent_ + pass_ops_ > end) return std::nullopt;
+        std::optional<Score> built = commit(std::move(runs[i]), choices_of(batch[i].second));
+        if (built && better(*built, current))
+          return Found<Input>{batch[i].first, std::move(batch[i].second), *built};
+      }
+    }
+    return Found<Input>{count, {}, current};
   }
 
   // One uniform run of phase 1: the yes/no choices' bits, a cap on the chunk-0 microbatches
@@ -705,8 +937,9 @@ class VSearch {
     std::size_t placed = 0;
     Schedule schedule;
   };
-  Run run_greedy(const std::vector<Choices>& choices, TimeNs bound_ns) const {
-    VGreedy greedy(p_, m_, costs_, limit_, choices);
+  Run run_greedy(const std::vector<Choices>& choices, TimeNs bound_ns,
+                 const Overrides* overrides = nullptr) const {
+    VGreedy greedy(p_, m_, costs_, limit_, choices, overrides);
     Run out;
     out.built = greedy.run(bound_ns);
     out.placed = greedy.placed();
@@ -732,6 +965,7 @@ class VSearch {
   int p_, m_;
   const std::vector<StageCosts>& costs_;
   const std::vector<double>& limit_;
+  VGreedyOptions options_;
   int chunk0_fit_ = 1;
   std::size_t pass_ops_ = 0;         // ops of one whole run
   std::size_t uniform_budget_ = 0;   // ops phase 1 may place
@@ -752,8 +986,9 @@ class VSearch {
 }  // namespace
 
 std::optional<VGreedyResult> v_greedy_search(int p, int m, const std::vector<StageCosts>& costs,
-                                             const std::vector<double>& limit) {
-  VSearch search(p, m, costs, limit);
+                                             const std::vector<double>& limit,
+                                             const VGreedyOptions& options) {
+  VSearch search(p, m, costs, limit, options);
   search.run();
   if (!search.best()) return std::nullopt;
   return VGreedyResult{std::move(search.best_schedule()), search.best()->max_span_ns,

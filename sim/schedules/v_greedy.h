@@ -34,10 +34,18 @@ struct VGreedyResult {
   std::size_t ops_placed = 0;  // by all the search's runs: what its budgets count
 };
 
+struct VGreedyOptions {
+  bool descend_decisions = true;  // the search's phase 3 (v_shape.h), within its budget
+  // For tests: each trial of phase 3 that resumes from a copy of a run's state also runs from
+  // the start, and a difference throws (LogicError).
+  bool check_resumes = false;
+};
+
 // The search of v_shape.h over the greedy's choices. `costs`: one entry per stage (2p; stage s
 // on device min(s, 2p-1-s)); `limit`: one per device, in the unit of the costs' deltas.
 // Nothing when every run exceeded the limit.
 std::optional<VGreedyResult> v_greedy_search(int p, int m, const std::vector<StageCosts>& costs,
-                                             const std::vector<double>& limit);
+                                             const std::vector<double>& limit,
+                                             const VGreedyOptions& options = {});
 
 }  // namespace bubblesim::sim

@@ -218,6 +218,50 @@ TEST(ControllableMemory, TheGreedyGivesTheSameOnAnyNumberOfThreads) {
   }
 }
 
+// Phase 3 of the V search forces single decisions against the greedy's rules (v_greedy.cpp):
+// never worse than the search without it, shorter on memory-bound inputs with transfers (the
+// reference rows it turned: docs/validation.md), and each trial resumed from a copy of a run's
+// state is the run from the start with the same forced decisions (check_resumes throws
+// otherwise). Uneven costs with transfers at zb-v's memory (p M_B) and V-Half's; the
+// sanitizer build (ten times slower) takes p = 4 only.
+TEST(ControllableMemory, ForcedDecisionsShortenTheGreedyAndResumeExactly) {
+#ifdef BUBBLESIM_SANITIZED
+  const std::vector<int> sizes = {4};
+#else
+  const std::vector<int> sizes = {4, 6};
+#endif
+  int shorter = 0, inputs = 0;
+  for (const int p : sizes) {
+    std::vector<DeviceCosts> devices;
+    for (int d = 0; d < p; ++d) {
+      devices.push_back(DeviceCosts{ms_to_ns(0.9 + 0.07 * (d % 3)), ms_to_ns(1.0 + 0.05 * (d % 2)),
+                                    ms_to_ns(0.5 + 0.04 * d), ms_to_ns(0.07), 1.0, 0.5});
+    }
+    const PerDeviceCostModel costs(devices, 2);
+    const std::vector<StageCosts> stages = stage_costs(v_placement(p), costs);
+    for (const double memory : {static_cast<double>(p), (p + 2) / 2.0}) {
+      const std::vector<double> limit(static_cast<std::size_t>(p), memory);
+      for (const int m : {2 * p + 1}) {
+        SCOPED_TRACE("p " + std::to_string(p) + " m " + std::to_string(m) + " memory " +
+                     std::to_string(memory));
+        const auto without = v_greedy_search(p, m, stages, limit, {false, false});
+        const auto with = v_greedy_search(p, m, stages, limit, {true, true});
+        ASSERT_TRUE(without.has_value() && with.has_value());
+        EXPECT_NO_THROW(with->schedule.validate());
+        EXPECT_LE(with->max_span_ns, without->max_span_ns);
+        shorter += with->max_span_ns < without->max_span_ns;
+        ++inputs;
+        // The search's best before phase 3 stays among the runners-up, a start for the improver.
+        if (with->max_span_ns < without->max_span_ns) {
+          ASSERT_FALSE(with->runners_up.empty());
+          EXPECT_EQ(with->runners_up.back().first, without->schedule);
+        }
+      }
+    }
+  }
+  EXPECT_GE(shorter, inputs / 2) << shorter << " of " << inputs;
+}
+
 // A forward that takes no time (a profile's F of 0 ms) starts with the op before it: the
 // building blocks' memory then depends on the order of ops that start together, which the
 // closed form of the blocks' steady state did not see (a random `simulate` found v-half over
