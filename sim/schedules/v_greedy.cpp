@@ -292,14 +292,14 @@ class VGreedy {
     }
     if (choices.commit && fh != kNever) f_high = true;
     Pick f = f_high ? Pick{fh, OpKind::F, high} : Pick{fl, OpKind::F, low};
+    // W: the preferred stage's pending one first.
+    const bool wl_pending = cl.w < cl.b, wh_pending = ch.w < ch.b;
+    const int w_stage =
+        (choices.lower_stage_backward_first ? wl_pending : !wh_pending) ? low : high;
     const int forced = forced_at(i);
     bool no_w = false;
     if (forced != 0) {
-      const bool wlp = cl.w < cl.b, whp = ch.w < ch.b;
-      if (forced == kForceW && (wlp || whp)) {
-        const int w_stage = (choices.lower_stage_backward_first ? wlp : !whp) ? low : high;
-        return Pick{free, OpKind::W, w_stage};
-      }
+      if (forced == kForceW && (wl_pending || wh_pending)) return Pick{free, OpKind::W, w_stage};
       if (forced == kForceB && b.start_ns != kNever) return b;
       if (forced == kForceF && f.start_ns != kNever) return f;
       no_w = forced == kNoW;
@@ -314,11 +314,8 @@ class VGreedy {
       }
     }
 
-    const bool wl_pending = cl.w < cl.b, wh_pending = ch.w < ch.b;
     if (!no_w && choices.tight_w && (wl_pending || wh_pending) &&
         held + 2 * std::max(kl.f_delta, kh.f_delta) > room) {
-      const int w_stage =
-          (choices.lower_stage_backward_first ? wl_pending : !wh_pending) ? low : high;
       return Pick{free, OpKind::W, w_stage};
     }
     bool forward_first = choices.forward_first;
@@ -342,10 +339,7 @@ class VGreedy {
       target = first.start_ns <= second.start_ns ? &first : &second;
     }
     const Pick& earliest = *target;
-    // W: the preferred stage's pending one first.
-    const bool wl = cl.w < cl.b, wh = ch.w < ch.b;
-    if (!no_w && (wl || wh)) {
-      const int w_stage = (choices.lower_stage_backward_first ? wl : !wh) ? low : high;
+    if (!no_w && (wl_pending || wh_pending)) {
       if (earliest.start_ns != kNever &&
           static_cast<double>(earliest.start_ns - first_start_[i] - busy_[i]) >
               choices.idle_allowance_ns) {
@@ -360,6 +354,7 @@ class VGreedy {
     return earliest;
   }
 
+  // The decision forced on device i at its next position (0: none).
   int forced_at(std::size_t i) const {
     if (overrides_ == nullptr) return 0;
     const auto& row = (*overrides_)[i];
