@@ -188,6 +188,23 @@ TEST(ControllableMemory, PeaksAreHalfAndAThirdOfOneFOneBs) {
   }
 }
 
+// On pipelines whose search pays for a single run of the greedy, V-Half keeps its memory and its
+// building block: at unit costs the block's steady state has no bubble, so a device's idle (its
+// span minus its work, 3m ms here) does not grow with m. At p = 32, m = 240 (46,080 ops) the
+// uncapped first candidate alone fell back to V-Min's peak (11.5) with 1.38 times the idle of
+// m = 128; both anchors of the search's first phase now run whatever the budget.
+TEST(ControllableMemory, VHalfKeepsItsPeakAndIdleOnLargePipelines) {
+  const int p = 32;
+  const auto costs = unit(p);
+  auto run = [&](int m) { return simulate(v_shape("v-half", p, m, &costs), costs).metrics; };
+  const Metrics mid = run(128), large = run(240);
+  EXPECT_DOUBLE_EQ(large.peak_activation_memory, (p + 2) / 2.0);
+  const double mid_idle_ms = ns_to_ms(mid.max_device_span_ns) - 3.0 * 128;
+  const double large_idle_ms = ns_to_ms(large.max_device_span_ns) - 3.0 * 240;
+  EXPECT_GT(mid_idle_ms, 0);
+  EXPECT_LE(large_idle_ms, 1.05 * mid_idle_ms);
+}
+
 // The per-device refinement runs its trials a batch at a time on the cores and keeps what one
 // trial after another would (v_greedy.cpp): the greedy's result, its runners-up included, is
 // the same on 1, 2 or 3 threads. Uneven costs and V-Min's memory, where the refinement
