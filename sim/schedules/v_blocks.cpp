@@ -1,6 +1,8 @@
 #include "sim/schedules/v_blocks.h"
 
 #include <algorithm>
+#include <boost/graph/adjacency_list.hpp>
+#include <boost/graph/howard_cycle_ratio.hpp>
 #include <optional>
 
 #include "sim/device_events.h"
@@ -68,24 +70,26 @@ class VBlock {
   bool lay_out(TimeNs period_ns, const Gaps& gaps) {
     if (period_ns <= 0) return false;
     period_ns_ = period_ns;
-    const std::vector<int> device = v_placement(p_);
-    busy_.assign(static_cast<std::size_t>(p_), {});
+    busy_.resize(static_cast<std::size_t>(p_));
+    for (auto& busy : busy_)
+      busy.clear();
     block_.clear();
     const int stages = 2 * p_;
     TimeNs ready = 0;
     for (int s = 0; s < stages; ++s) {  // the forwards, up the V
       const StageCosts& c = costs_[static_cast<std::size_t>(s)];
-      const std::optional<TimeNs> at = place(device[static_cast<std::size_t>(s)], ready, c.f_ns);
+      const std::optional<TimeNs> at = place(v_device(s), ready, c.f_ns);
       if (!at) return false;
       block_.push_back({Op{OpKind::F, s, s < p_ ? 0 : 1, 0}, *at});
       ready = *at + c.f_ns + c.f_out_ns + (s < p_ ? gaps.f0_ns : gaps.f1_ns) +
               (s == p_ - 1 ? gaps.turn_ns : 0);
     }
     ready += gaps.bottom_ns;
-    std::vector<TimeNs> b_end(static_cast<std::size_t>(stages));
+    b_end_.resize(static_cast<std::size_t>(stages));
+    std::vector<TimeNs>& b_end = b_end_;
     for (int s = stages - 1; s >= 0; --s) {  // the backwards, down it
       const StageCosts& c = costs_[static_cast<std::size_t>(s)];
-      const std::optional<TimeNs> at = place(device[static_cast<std::size_t>(s)], ready, c.b_ns);
+      const std::optional<TimeNs> at = place(v_device(s), ready, c.b_ns);
       if (!at) return false;
       block_.push_back({Op{OpKind::B, s, s < p_ ? 0 : 1, 0}, *at});
       b_end[static_cast<std::size_t>(s)] = *at + c.b_ns + gaps.w_ns;
@@ -95,10 +99,15 @@ class VBlock {
     for (int s = stages - 1; s >= 0; --s) {  // each W after its B
       const StageCosts& c = costs_[static_cast<std::size_t>(s)];
       const std::optional<TimeNs> at =
-          place(device[static_cast<std::size_t>(s)], b_end[static_cast<std::size_t>(s)], c.w_ns);
+          place(v_device(s), b_end[static_cast<std::size_t>(s)], c.w_ns);
       if (!at) return false;
       block_.push_back({Op{OpKind::W, s, s < p_ ? 0 : 1, 0}, *at});
     }
+    by_device_.resize(static_cast<std::size_t>(p_));
+    for (auto& ops : by_device_)
+      ops.clear();
+    for (std::size_t i = 0; i < block_.size(); ++i)
+      by_device_[static_cast<std::size_t>(v_device(block_[i].first.stage))].push_back(i);
     return true;
   }
 
@@ -146,14 +155,92 @@ class VBlock {
     return schedule;
   }
 
+  // One constraint of the repeated block's order under some costs: the op `to` of the round R
+  // starts at least `weight_ns` after the op `from` of the round R - `rounds` starts.
+  struct Constraint {
+    std::size_t from, to;
+    TimeNs weight_ns, rounds;
+  };
+
+  // The constraints of the block's order when `real` times it, every op as early as its
+  // device's order and its input allow (as the engine runs it): its device's previous op (0
+  // rounds back, 1 for its first op), its input (the rounds between their starts in the block),
+  // each weighing the earlier op's time and the transfer between them.
+  std::vector<Constraint> constraints(const std::vector<StageCosts>& real) const {
+    std::vector<Constraint> out;
+    auto duration = [&](std::size_t i) {
+      const Op& op = block_[i].first;
+      return real[static_cast<std::size_t>(op.stage)].duration_ns(op.kind);
+    };
+    for (std::vector<std::size_t> ops : device_ops()) {  // as repeat() orders a round
+      std::stable_sort(ops.begin(), ops.end(), [&](std::size_t a, std::size_t b) {
+        return block_[a].second % period_ns_ < block_[b].second % period_ns_;
+      });
+      for (std::size_t k = 0; k < ops.size(); ++k) {
+        out.push_back(
+            {ops[k], ops[(k + 1) % ops.size()], duration(ops[k]), k + 1 == ops.size() ? 1 : 0});
+      }
+    }
+    // block_ holds the forwards up the V, the backwards down it, then the W's down it.
+    const std::size_t stages = 2 * static_cast<std::size_t>(p_);
+    auto f = [&](std::size_t s) { return s; };
+    auto b = [&](std::size_t s) { return stages + (stages - 1 - s); };
+    auto w = [&](std::size_t s) { return 2 * stages + (stages - 1 - s); };
+    auto input = [&](std::size_t from, std::size_t to, TimeNs transfer_ns) {
+      out.push_back({from, to, duration(from) + transfer_ns,
+                     block_[to].second / period_ns_ - block_[from].second / period_ns_});
+    };
+    for (std::size_t s = 0; s < stages; ++s) {
+      const StageCosts& c = real[s];
+      input(f(s), s + 1 < stages ? f(s + 1) : b(s), c.f_out_ns);
+      if (s > 0) input(b(s), b(s - 1), c.b_out_ns);
+      input(b(s), w(s), 0);
+    }
+    return out;
+  }
+
+  // The period the repeated block settles to when `real` times its order (as the engine runs
+  // it): the maximum cycle ratio of its constraints (Howard's algorithm, Boost.Graph), the time
+  // they take over the rounds they span, on the slowest cycle of them. At least the busiest
+  // device's work per microbatch (its own ops make a cycle of one round); the block's period
+  // where `real` are the costs it was laid out with; more where a transfer or a longer op finds
+  // no slack in its chain.
+  double steady_period_ns(const std::vector<StageCosts>& real) const {
+    using Graph =
+        boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS, boost::no_property,
+                              boost::property<boost::edge_weight_t, double,
+                                              boost::property<boost::edge_weight2_t, double>>,
+                              boost::no_property, boost::vecS>;
+    Graph graph(block_.size());
+    for (const Constraint& c : constraints(real)) {
+      boost::add_edge(c.from, c.to,
+                      {static_cast<double>(c.weight_ns), static_cast<double>(c.rounds)}, graph);
+    }
+    return boost::maximum_cycle_ratio(graph, boost::get(boost::vertex_index, graph),
+                                      boost::get(boost::edge_weight, graph),
+                                      boost::get(boost::edge_weight2, graph));
+  }
+
+  // The rounds of the repetition one microbatch's ops span.
+  TimeNs rounds() const {
+    TimeNs first = kNever, last = 0;
+    for (const auto& [op, start_ns] : block_) {
+      first = std::min(first, start_ns / period_ns_);
+      last = std::max(last, start_ns / period_ns_);
+    }
+    return last - first + 1;
+  }
+
   // Whether two ops of a device start at the same step of the cycle.
   bool starts_together() const {
-    const std::vector<int> device = v_placement(p_);
-    std::vector<std::pair<int, TimeNs>> steps;
-    for (const auto& [op, start_ns] : block_)
-      steps.emplace_back(device[static_cast<std::size_t>(op.stage)], start_ns % period_ns_);
-    std::sort(steps.begin(), steps.end());
-    return std::adjacent_find(steps.begin(), steps.end()) != steps.end();
+    for (const auto& ops : device_ops()) {
+      for (std::size_t a = 0; a < ops.size(); ++a) {
+        for (std::size_t b = a + 1; b < ops.size(); ++b) {
+          if (block_[ops[a]].second % period_ns_ == block_[ops[b]].second % period_ns_) return true;
+        }
+      }
+    }
+    return false;
   }
 
   // Whether the block repeated m times keeps every device within its limit.
@@ -172,24 +259,32 @@ class VBlock {
     // (at s_o + K T, K large) a device holds sum over its ops o' of delta(o') times the
     // repeats of o' started by then, K + floor((s_o - s_o') / T) (the K terms cancel, as a
     // microbatch's deltas sum to zero).
-    const std::vector<int> device = v_placement(p_);
-    for (const auto& [op, start_ns] : block_) {
-      const int d = device[static_cast<std::size_t>(op.stage)];
-      double held = 0;
-      for (const auto& [other, other_ns] : block_) {
-        if (device[static_cast<std::size_t>(other.stage)] != d) continue;
-        const TimeNs diff = start_ns - other_ns;
-        const TimeNs repeats =
-            diff >= 0 ? diff / period_ns_ : -((-diff + period_ns_ - 1) / period_ns_);
-        held += costs_[static_cast<std::size_t>(other.stage)].delta(other.kind) *
-                static_cast<double>(repeats);
+    for (const auto& ops : device_ops()) {
+      for (const std::size_t i : ops) {
+        const auto& [op, start_ns] = block_[i];
+        double held = 0;
+        for (const std::size_t j : ops) {
+          const auto& [other, other_ns] = block_[j];
+          const TimeNs diff = start_ns - other_ns;
+          const TimeNs repeats =
+              diff >= 0 ? diff / period_ns_ : -((-diff + period_ns_ - 1) / period_ns_);
+          held += costs_[static_cast<std::size_t>(other.stage)].delta(other.kind) *
+                  static_cast<double>(repeats);
+        }
+        const int d = v_device(op.stage);
+        if (held > limit[static_cast<std::size_t>(d)] + 1e-9) return false;
       }
-      if (held > limit[static_cast<std::size_t>(d)] + 1e-9) return false;
     }
     return true;
   }
 
  private:
+  // Device d of stage s.
+  int v_device(int stage) const { return std::min(stage, 2 * p_ - 1 - stage); }
+
+  // Per device, the indices in block_ of its ops (of the last layout).
+  const std::vector<std::vector<std::size_t>>& device_ops() const { return by_device_; }
+
   // The earliest start >= ready_ns where [start, start + duration) is free in the device's
   // cycle; marks it busy.
   std::optional<TimeNs> place(int d, TimeNs ready_ns, TimeNs duration_ns) {
@@ -219,6 +314,8 @@ class VBlock {
   TimeNs period_ns_ = 1;
   std::vector<std::vector<std::pair<TimeNs, TimeNs>>> busy_;  // per device: (start mod T, length)
   std::vector<std::pair<Op, TimeNs>> block_;                  // op and start time
+  std::vector<TimeNs> b_end_;                        // lay_out's: per stage, when its W may start
+  std::vector<std::vector<std::size_t>> by_device_;  // device_ops()
 };
 
 // Blocks of each kind v_blocks returns, the shortest first (a span once): the justification
@@ -318,6 +415,15 @@ VBlock::Gaps chain_gaps(int combination, TimeNs step_ns) {
                       .w_ns = wait[4]};
 }
 
+// Whether the waits of combination `g` (chain_gaps) after the ops of each chain are of at most
+// one step (the turn's of any).
+bool one_step_waits(int g) {
+  for (int k = 0; k < 5; ++k, g /= kGapSteps) {
+    if (g % kGapSteps > 1) return false;
+  }
+  return true;
+}
+
 // Times `laid` repeated m times with `model` if it keeps within `limit`, offers it to `best`
 // and adds the run's ops to `spent_ops`; false where it does not keep within the limit.
 bool time_block(const VBlock& laid, int m, const std::vector<double>& limit, const CostModel& model,
@@ -328,6 +434,99 @@ bool time_block(const VBlock& laid, int m, const std::vector<double>& limit, con
   spent_ops += schedule.num_ops();
   best.offer(std::move(schedule), span);
   return true;
+}
+
+// The real-cost blocks' periods tried: T0 (1 + j / kPeriodSteps), j = 0..kPeriodSteps.
+constexpr int kPeriodSteps = 32;
+
+// Ops the engine may simulate screening the blocks of screen_unit_blocks: about 15 short runs
+// at p = 32 (35 microbatches each).
+constexpr std::size_t kScreenOps = 100'000;
+
+// The span of `laid` repeated m times, estimated from a run of a few microbatches (two more
+// than one microbatch's ops span rounds: past the warm-up) plus the microbatches left at
+// `period_ns`, its steady period (VBlock::steady_period_ns). Adds the run's ops to `spent_ops`.
+double estimated_span(const VBlock& laid, int m, double period_ns, const CostModel& model,
+                      std::size_t& spent_ops) {
+  const int few = static_cast<int>(std::min<TimeNs>(m, laid.rounds() + 2));
+  const Schedule sample = laid.repeat(few);
+  spent_ops += sample.num_ops();
+  return static_cast<double>(Engine(sample, model).run().max_span_ns()) + (m - few) * period_ns;
+}
+
+// The unit-cost blocks with waits of at most one step after the ops of each chain and up to two
+// at the V's top (chain_gaps; 96 layouts) that fit, ranked without timing each one at m: by
+// their steady period under the real costs (a unit-cost order whose chains have no slack for
+// the transfers falls behind by a little every round), then, for those of the shortest, by
+// estimated_span, within kScreenOps (the first always). The best estimate and its layout;
+// nothing where none fits.
+std::optional<std::pair<double, int>> screen_unit_blocks(VBlock& block, int m,
+                                                         const std::vector<StageCosts>& costs,
+                                                         const std::vector<double>& limit,
+                                                         const CostModel& model) {
+  struct Layout {
+    double period_ns;
+    int gaps;
+  };
+  std::vector<Layout> fit;
+  for (int g = 0; g < kGapCombinations; ++g) {
+    if (one_step_waits(g) && block.lay_out(block.min_period_ns(), chain_gaps(g, kUnitNs)) &&
+        block.within(m, limit)) {
+      fit.push_back({block.steady_period_ns(costs), g});
+    }
+  }
+  if (fit.empty()) return std::nullopt;
+  const double shortest =
+      std::min_element(fit.begin(), fit.end(), [](const Layout& a, const Layout& b) {
+        return a.period_ns < b.period_ns;
+      })->period_ns;
+  std::optional<std::pair<double, int>> chosen;
+  std::size_t spent = 0;
+  for (const Layout& layout : fit) {
+    if (layout.period_ns > shortest * (1 + 1e-9)) continue;
+    block.lay_out(block.min_period_ns(), chain_gaps(layout.gaps, kUnitNs));
+    if (chosen &&
+        spent + 6 * costs.size() / 2 * static_cast<std::size_t>(block.rounds() + 2) > kScreenOps) {
+      break;
+    }
+    const double estimate = estimated_span(block, m, layout.period_ns, model, spent);
+    if (!chosen || estimate < chosen->first) chosen = {estimate, layout.gaps};
+  }
+  return chosen;
+}
+
+// Kind 4 of v_blocks, for pipelines of more than kUnitCostOps ops: the real-cost block at the
+// shortest period that fits and, below 1F1B's memory, the best of screen_unit_blocks, each
+// estimated (estimated_span); the one of the shorter estimate alone is timed at m, where that
+// estimate is below `bound_ns`.
+std::vector<Timed> large_pipeline_blocks(int p, int m, const std::vector<StageCosts>& costs,
+                                         const std::vector<double>& limit, const CostModel& model,
+                                         TimeNs bound_ns) {
+  std::size_t spent = 0;
+  VBlock block(p, costs);
+  const TimeNs t0 = block.min_period_ns();
+  std::optional<std::pair<double, TimeNs>> real;  // estimate and period
+  for (int j = 0; j <= kPeriodSteps && !real; ++j) {
+    const TimeNs period = t0 + t0 * j / kPeriodSteps;
+    if (block.lay_out(period) && block.within(m, limit))
+      real = {estimated_span(block, m, block.steady_period_ns(costs), model, spent), period};
+  }
+  const std::vector<StageCosts> unit_table = unit_costs(costs);  // unit_block keeps a reference
+  VBlock unit_block(p, unit_table);
+  std::optional<std::pair<double, int>> unit;  // estimate and layout
+  if (limit[0] < 2 * p * costs[0].f_delta)
+    unit = screen_unit_blocks(unit_block, m, costs, limit, model);
+  Shortest timed(1);
+  if (unit && (!real || unit->first < real->first)) {
+    if (unit->first < static_cast<double>(bound_ns) &&
+        unit_block.lay_out(unit_block.min_period_ns(), chain_gaps(unit->second, kUnitNs)))
+      time_block(unit_block, m, limit, model, timed, spent);
+  } else if (real && real->first < static_cast<double>(bound_ns) && block.lay_out(real->second)) {
+    time_block(block, m, limit, model, timed, spent);
+  }
+  std::vector<Timed> out;
+  timed.move_to(out);
+  return out;
 }
 
 }  // namespace
@@ -341,8 +540,8 @@ std::vector<StageCosts> unit_costs(std::vector<StageCosts> costs) {
 }
 
 std::vector<Timed> v_blocks(int p, int m, const std::vector<StageCosts>& costs,
-                            const std::vector<double>& limit, const CostModel& model) {
-  constexpr int kSteps = 32;  // periods tried: T0 (1 + j / kSteps), j = 0..kSteps
+                            const std::vector<double>& limit, const CostModel& model,
+                            TimeNs bound_ns) {
   // The longer periods add m times their excess to the steady state and rarely win: timing
   // one period instead of 3 changed no zb-v reference row's side (mean 0.9941 either way)
   // and none of 18 spans of zb-v, V-Half and V-Min at p = 24-32, m = 160-300; at p = 32,
@@ -350,6 +549,7 @@ std::vector<Timed> v_blocks(int p, int m, const std::vector<StageCosts>& costs,
   constexpr std::size_t kTimedOps = 60'000;
   constexpr std::size_t kPeriods = 3;
   const std::size_t ops = static_cast<std::size_t>(6 * p) * static_cast<std::size_t>(m);
+  if (ops > kUnitCostOps) return large_pipeline_blocks(p, m, costs, limit, model, bound_ns);
   std::vector<Timed> out;
   // The kinds. Five squeezed blocks instead of one changed no row (zb-v mean 0.9941 either way).
   Shortest real(kKeptPerKind), unit(kKeptPerKind), squeezed(1);
@@ -361,15 +561,11 @@ std::vector<Timed> v_blocks(int p, int m, const std::vector<StageCosts>& costs,
   VBlock block(p, costs);
   const TimeNs t0 = block.min_period_ns();
   std::vector<TimeNs> periods;  // that fit
-  for (int j = 0;
-       j <= kSteps && periods.size() < kPeriods && (periods.empty() || spent + ops <= kTimedOps);
+  for (int j = 0; j <= kPeriodSteps && periods.size() < kPeriods &&
+                  (periods.empty() || spent + ops <= kTimedOps);
        ++j) {
-    const TimeNs period = t0 + t0 * j / kSteps;
+    const TimeNs period = t0 + t0 * j / kPeriodSteps;
     if (block.lay_out(period) && time(block, real)) periods.push_back(period);
-  }
-  if (ops > kUnitCostOps) {
-    real.move_to(out);
-    return out;
   }
   const std::vector<StageCosts> unit_table = unit_costs(costs);  // unit_block keeps a reference
   VBlock unit_block(p, unit_table);

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "sim/cost_model.h"
+#include "sim/device_events.h"
 #include "sim/schedules/splice.h"
 #include "sim/schedules/stage_costs.h"
 
@@ -40,11 +41,22 @@ std::vector<StageCosts> unit_costs(std::vector<StageCosts> costs);
 //     and a block with slack keeps its shape when the real costs time its order); then of the
 //     real costs, a
 //     step being T0 / 6, at the periods of 1. Within kGapOps simulated ops in all;
-//  3. the unit-cost blocks of 2 squeezed at unit costs (squeeze), within kSqueezeOps.
-// Of kinds 1 and 2 the kKeptPerKind shortest (distinct spans), of 3 the shortest; a kind is
-// missing when no layout fits. Returned squeezed first, then unit-cost, then real-cost.
+//  3. the unit-cost blocks of 2 squeezed at unit costs (squeeze), within kSqueezeOps;
+//  4. in place of 2 and 3 for pipelines of more ops, below 1F1B's memory (device 0's limit
+//     holds fewer than 2p chunk-0 forwards: V-Half, V-Min), one unit-cost block chosen
+//     without timing each at m: of the layouts with waits of at most one step after the ops of
+//     each chain (0-2 at the V's top) that fit, those that keep the shortest period under the
+//     real costs (the maximum cycle ratio of the repeated order's constraints) are run with a
+//     few microbatches, within a budget, and the one whose span extrapolated to m is shortest is
+//     timed at m where that estimate is below `bound_ns` (a span the caller already has). At
+//     p = 32, m = 256 with transfers V-Half's other candidates end 2-3% above what its building
+//     block keeps at any m (docs/validation.md).
+// Of kinds 1 and 2 the kKeptPerKind shortest (distinct spans), of 3 and 4 the shortest; a kind
+// is missing when no layout fits. Returned squeezed first, then unit-cost (2 or 4), then
+// real-cost.
 std::vector<SpanRanked> v_blocks(int p, int m, const std::vector<StageCosts>& costs,
-                                 const std::vector<double>& limit, const CostModel& model);
+                                 const std::vector<double>& limit, const CostModel& model,
+                                 TimeNs bound_ns = kNever);
 
 // The unit-cost blocks of v_blocks (2.) again with a wait of 1 or 2 steps at the V's bottom or
 // at its top on the way down, or both (VBlock::Gaps; 8 turns, each with the 729 waits of the

@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "sim/cost_model.h"
+#include "sim/device_events.h"
 #include "sim/engine.h"
 #include "sim/placement.h"
 #include "sim/schedules/improve.h"
@@ -121,7 +122,8 @@ class VShape final : public ScheduleGenerator {
         candidates.push_back(std::move(runner_up));
     }
     if (!greedy || !greedy->no_bubble) {
-      for (Timed& block : v_blocks(p, m, stage_cost, limit, costs))
+      const TimeNs bound_ns = greedy ? greedy->max_span_ns : kNever;
+      for (Timed& block : v_blocks(p, m, stage_cost, limit, costs, bound_ns))
         candidates.push_back(std::move(block));
       std::optional<Timed> order;
       if (ops <= kUnitCostOps) order = unit_cost_order(p, m, stage_cost, limit, costs);

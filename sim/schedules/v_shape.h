@@ -46,7 +46,11 @@
 //        itself where ops of a device start together: passes that take no time). Laid out
 //        from the real costs
 //        (periods from the busiest device's work up to twice it, the shortest that fit timed by the
-//        engine: 3 within 60k simulated ops, 1 from 30k ops on); and, for pipelines of at most 30k
+//        engine: 3 within 60k simulated ops); past 30k ops the shortest that fits and, below
+//        1F1B's memory, the unit-cost blocks with waits of at most one step per chain that keep
+//        the shortest steady period under the real costs (the maximum cycle ratio of the
+//        repeated order), each estimated from a short run and its period, the better timed
+//        where it beats the greedy; and, for pipelines of at most 30k
 //        ops, with waits of 0-2 steps after the ops of each chain and at the V's top (the 729
 //        combinations over the forwards and backwards of each chunk, the W's and the turn from
 //        chunk 0 to chunk 1 on device p-1), of unit

@@ -205,6 +205,29 @@ TEST(ControllableMemory, VHalfKeepsItsPeakAndIdleOnLargePipelines) {
   EXPECT_LE(large_idle_ms, 1.05 * mid_idle_ms);
 }
 
+// Past 30,000 ops a pipeline gets no unit-cost blocks timed at its size: V-Half and V-Min each
+// add microbatches at the pace of the smaller pipelines' own schedules, not slower (their
+// building blocks, chosen by their steady period under the real costs and a short run). With
+// uneven passes and transfers, p = 16, m = 400 added 7.2 ms a microbatch to m = 96's V-Half
+// (where every device's work is 5.6) and 9.7 to its V-Min, against 7.8 from m = 64 to 96.
+TEST(ControllableMemory, LargePipelinesAddMicrobatchesAtTheSmallerOnesPace) {
+  const int p = 16;
+  const auto costs = PerDeviceCostModel::uniform(
+      DeviceCosts{ms_to_ns(2), ms_to_ns(2.4), ms_to_ns(1.2), ms_to_ns(0.1), 1.0, 0.5}, p, 2);
+  auto span_ms = [&](const char* name, int m) {
+    const Schedule schedule = v_shape(name, p, m, &costs);
+    EXPECT_EQ(schedule.num_ops(), 6u * p * m);
+    return ns_to_ms(simulate(schedule, costs).metrics.max_device_span_ns);
+  };
+  const double work_ms = 2 + 2.4 + 1.2;  // each device's, per microbatch
+  const double half_96 = span_ms("v-half", 96);
+  EXPECT_LE(span_ms("v-half", 400) - half_96, 1.01 * 304 * work_ms);
+  const double min_64 = span_ms("v-min", 64), min_96 = span_ms("v-min", 96);
+  const double min_pace_ms = (min_96 - min_64) / 32;
+  EXPECT_GT(min_pace_ms, work_ms);  // V-Min's memory holds back its steady state
+  EXPECT_LE(span_ms("v-min", 400) - min_96, 1.01 * 304 * min_pace_ms);
+}
+
 // The per-device refinement runs its trials a batch at a time on the cores and keeps what one
 // trial after another would (v_greedy.cpp): the greedy's result, its runners-up included, is
 // the same on 1, 2 or 3 threads. Uneven costs and V-Min's memory, where the refinement
