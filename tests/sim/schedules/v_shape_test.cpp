@@ -228,6 +228,22 @@ TEST(ControllableMemory, LargePipelinesAddMicrobatchesAtTheSmallerOnesPace) {
   EXPECT_LE(span_ms("v-min", 400) - min_96, 1.01 * 304 * min_pace_ms);
 }
 
+// A pipeline whose search pays for a few greedy runs takes the choices of a search on fewer
+// microbatches (v_greedy.cpp, transfer_from_proxy): more microbatches then lower V-Min's bubble
+// rate, as they should, where the anchors' choices alone raised it (p = 8, m = 700: 0.2625
+// against m = 48's 0.191 before, 0.125 now).
+TEST(ControllableMemory, ALargePipelineTakesTheChoicesOfASmallerOne) {
+  const int p = 8;
+  const auto costs = PerDeviceCostModel::uniform(
+      DeviceCosts{ms_to_ns(2), ms_to_ns(2.4), ms_to_ns(1.2), ms_to_ns(0.1), 1.0, 0.5}, p, 2);
+  auto bubble = [&](int m) {
+    return simulate(v_shape("v-min", p, m, &costs), costs).metrics.bubble_rate;
+  };
+  const double small = bubble(48), large = bubble(700);
+  EXPECT_GT(small, 0.1);
+  EXPECT_LE(large, small);
+}
+
 // The per-device refinement runs its trials a batch at a time on the cores and keeps what one
 // trial after another would (v_greedy.cpp): the greedy's result, its runners-up included, is
 // the same on 1, 2 or 3 threads. Uneven costs and V-Min's memory, where the refinement
