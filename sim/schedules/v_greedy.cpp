@@ -583,13 +583,10 @@ class VSearch {
     const bool free_transfers = std::all_of(costs_.begin(), costs_.end(), [](const StageCosts& c) {
       return c.f_out_ns == 0 && c.b_out_ns == 0;
     });
-    const std::vector<Candidate> list = candidates(free_transfers, seven_eighths);
-    // The anchors (candidates()) run whatever the budget: with transfers one, without two, the
-    // plain greedy uncapped (zero bubble at unit costs where memory allows) and under caps
-    // falling along the V (V-Half's building block: at unit costs, p = 32, m = 240, where the
-    // budget paid for one run, the first alone left 0.0787 of bubble at V-Min's peak, against
-    // 0.0588 with both, at V-Half's own).
-    const std::size_t anchors = free_transfers ? 2 : 1;
+    // The anchors (the first of the list: candidates()) run whatever the budget: at unit costs,
+    // p = 32, m = 240, where the budget paid for one run, the first alone left 0.0787 of
+    // bubble at V-Min's peak, against 0.0588 with both, at V-Half's own.
+    const auto [list, anchors] = candidates(free_transfers, seven_eighths);
     std::size_t next = 0;
     for (; next < list.size(); ++next) {
       if (done() || (best_ && next >= anchors && spent_ + pass_ops_ > uniform_budget_)) break;
@@ -884,8 +881,14 @@ class VSearch {
   // that wins most often (without transfers: the plain greedy, uncapped, which reaches zero
   // bubble at unit costs; with transfers: forward first, a W only in a gap it fits, and
   // lookahead, under a cap two below what fits that falls to about half of it at the V's top),
-  // each under every cap.
-  std::vector<Candidate> candidates(bool free_transfers, int seven_eighths) const {
+  // each under every cap. The first `anchors` are that combination under the anchor caps: with
+  // transfers the falling cap, without them also none before it (the falling caps are V-Half's
+  // building block, which no cap keeps where the plain greedy falls back to V-Min's layout).
+  struct Candidates {
+    std::vector<Candidate> list;
+    std::size_t anchors = 0;
+  };
+  Candidates candidates(bool free_transfers, int seven_eighths) const {
     const int anchor = free_transfers ? 3 : 81;
     std::vector<int> bits(Choices::kCombinations);
     for (int b = 0; b < Choices::kCombinations; ++b)
@@ -906,6 +909,8 @@ class VSearch {
     // the top devices a cap of 1 (V-Half at p = 32: ten times the span of the best run).
     const int halving = std::clamp((3 * fit + p_ / 2) / p_, 1, 6);
     add(fit - 2, halving);
+    Candidates out;
+    out.anchors = caps.size();
     for (const auto& [cap, slope] : {std::pair{fit - 2, 6},
                                      {Choices::kNoCap, 0},
                                      {fit - 1, 0},
@@ -926,11 +931,13 @@ class VSearch {
         add(fit - 2, sixths);
       }
     }
-    std::vector<Candidate> out;
+    for (std::size_t i = 0; i < out.anchors; ++i)  // the anchors first
+      out.list.push_back({bits.front(), caps[i].first, caps[i].second, kWGapShares[0]});
     for (const int b : bits) {
-      for (const auto& [cap, slope] : caps) {
+      for (std::size_t i = 0; i < caps.size(); ++i) {
         for (const double share : kWGapShares) {
-          out.push_back({b, cap, slope, share});
+          if (b != bits.front() || i >= out.anchors || share != kWGapShares[0])
+            out.list.push_back({b, caps[i].first, caps[i].second, share});
           if ((b & Choices::kWOnlyInLongGapsBit) == 0) break;  // the share has no effect
         }
       }

@@ -20,7 +20,9 @@
 //        most often first, and keeps the shortest result (the first with zero bubble). Its budget
 //        is bounded by the ops it simulates, shrinking with the square of the size: small
 //        pipelines try thousands of runs; p = 32, m = 256 (49k ops a run) runs the greedy once or
-//        twice (a few ms). The best choices run again with an idle allowance per device (a
+//        twice (a few ms). Where that pays for fewer than 4 runs and a pipeline of 6p
+//        microbatches pays for 16 within 200k ops (p up to 18), the choices are first searched
+//        on that smaller pipeline and its best run once at the full size. The best choices run again with an idle allowance per device (a
 //        device about to idle past it runs a pending W instead of waiting): 1, 1.2 or 1.5 times
 //        what it may idle and still end with the closed-form bound of the longest device (its
 //        work plus the warm-up it must wait for its first chunk-1 forward, filled with the
