@@ -443,12 +443,18 @@ constexpr int kPeriodSteps = 32;
 // at p = 32 (35 microbatches each).
 constexpr std::size_t kScreenOps = 100'000;
 
-// The span of `laid` repeated m times, estimated from a run of a few microbatches (two more
-// than one microbatch's ops span rounds: past the warm-up) plus the microbatches left at
-// `period_ns`, its steady period (VBlock::steady_period_ns). Adds the run's ops to `spent_ops`.
+// The microbatches of estimated_span's run: two more than one microbatch's ops span rounds
+// (past the warm-up), at most m.
+int sample_microbatches(const VBlock& laid, int m) {
+  return static_cast<int>(std::min<TimeNs>(m, laid.rounds() + 2));
+}
+
+// The span of `laid` repeated m times, estimated from a run of sample_microbatches plus the
+// microbatches left at `period_ns`, its steady period (VBlock::steady_period_ns). Adds the
+// run's ops to `spent_ops`.
 double estimated_span(const VBlock& laid, int m, double period_ns, const CostModel& model,
                       std::size_t& spent_ops) {
-  const int few = static_cast<int>(std::min<TimeNs>(m, laid.rounds() + 2));
+  const int few = sample_microbatches(laid, m);
   const Schedule sample = laid.repeat(few);
   spent_ops += sample.num_ops();
   return static_cast<double>(Engine(sample, model).run().max_span_ns()) + (m - few) * period_ns;
@@ -485,10 +491,9 @@ std::optional<std::pair<double, int>> screen_unit_blocks(VBlock& block, int m,
   for (const Layout& layout : fit) {
     if (layout.period_ns > shortest * (1 + 1e-9)) continue;
     block.lay_out(block.min_period_ns(), chain_gaps(layout.gaps, kUnitNs));
-    if (chosen &&
-        spent + 6 * costs.size() / 2 * static_cast<std::size_t>(block.rounds() + 2) > kScreenOps) {
-      break;
-    }
+    const auto sample_ops =  // 6 ops per microbatch and device, 2 stages per device
+        3 * costs.size() * static_cast<std::size_t>(sample_microbatches(block, m));
+    if (chosen && spent + sample_ops > kScreenOps) break;
     const double estimate = estimated_span(block, m, layout.period_ns, model, spent);
     if (!chosen || estimate < chosen->first) chosen = {estimate, layout.gaps};
   }
