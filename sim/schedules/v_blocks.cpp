@@ -113,40 +113,27 @@ class VBlock {
 
   // The block repeated for microbatches 0..m-1: every device's ops in time order. Op o of
   // microbatch k starts at s_o + k T = (q_o + k) T + r_o (q_o, r_o: s_o's quotient and
-  // remainder by T), so the order is round by round (q_o + k), by remainder within a round.
+  // remainder by T), so the order is round by round (q_o + k), in round_order() within a round.
   Schedule repeat(int m) const {
-    const std::vector<int> device = v_placement(p_);
-    struct Entry {
-      TimeNs round, remainder;
-      Op op;
-    };
-    std::vector<std::vector<Entry>> per_device(static_cast<std::size_t>(p_));
-    for (const auto& [op, start_ns] : block_) {
-      per_device[static_cast<std::size_t>(device[static_cast<std::size_t>(op.stage)])].push_back(
-          {start_ns / period_ns_, start_ns % period_ns_, op});
-    }
     Schedule schedule;
     schedule.num_microbatches = m;
-    schedule.stage_device = device;
+    schedule.stage_device = v_placement(p_);
     schedule.device_ops.resize(static_cast<std::size_t>(p_));
-    for (std::size_t d = 0; d < per_device.size(); ++d) {
-      auto& entries = per_device[d];
-      // Ops that start together (passes that take no time) keep the block's order, which
-      // is their inputs' order within a microbatch.
-      std::stable_sort(entries.begin(), entries.end(),
-                       [](const Entry& a, const Entry& b) { return a.remainder < b.remainder; });
+    const std::vector<std::vector<std::size_t>> order = round_order();
+    for (std::size_t d = 0; d < order.size(); ++d) {
+      auto round_of = [&](std::size_t i) { return block_[i].second / period_ns_; };
       TimeNs first = kNever, last = 0;
-      for (const Entry& e : entries) {
-        first = std::min(first, e.round);
-        last = std::max(last, e.round);
+      for (const std::size_t i : order[d]) {
+        first = std::min(first, round_of(i));
+        last = std::max(last, round_of(i));
       }
       auto& ops = schedule.device_ops[d];
-      ops.reserve(entries.size() * static_cast<std::size_t>(m));
+      ops.reserve(order[d].size() * static_cast<std::size_t>(m));
       for (TimeNs round = first; round <= last + m - 1; ++round) {
-        for (const Entry& e : entries) {
-          const TimeNs k = round - e.round;
+        for (const std::size_t i : order[d]) {
+          const TimeNs k = round - round_of(i);
           if (k < 0 || k >= m) continue;
-          Op op = e.op;
+          Op op = block_[i].first;
           op.microbatch = static_cast<std::int32_t>(k);
           ops.push_back(op);
         }
@@ -172,10 +159,7 @@ class VBlock {
       const Op& op = block_[i].first;
       return real[static_cast<std::size_t>(op.stage)].duration_ns(op.kind);
     };
-    for (std::vector<std::size_t> ops : device_ops()) {  // as repeat() orders a round
-      std::stable_sort(ops.begin(), ops.end(), [&](std::size_t a, std::size_t b) {
-        return block_[a].second % period_ns_ < block_[b].second % period_ns_;
-      });
+    for (const std::vector<std::size_t>& ops : round_order()) {
       for (std::size_t k = 0; k < ops.size(); ++k) {
         out.push_back(
             {ops[k], ops[(k + 1) % ops.size()], duration(ops[k]), k + 1 == ops.size() ? 1 : 0});
@@ -284,6 +268,19 @@ class VBlock {
 
   // Per device, the indices in block_ of its ops (of the last layout).
   const std::vector<std::vector<std::size_t>>& device_ops() const { return by_device_; }
+
+  // Per device, the indices in block_ of its ops in the order a round of the repetition runs
+  // them: by the remainder of their start by the period; ops that start together (passes that
+  // take no time) in the block's order, which is their inputs' order within a microbatch.
+  std::vector<std::vector<std::size_t>> round_order() const {
+    std::vector<std::vector<std::size_t>> order = device_ops();
+    for (auto& ops : order) {
+      std::stable_sort(ops.begin(), ops.end(), [&](std::size_t a, std::size_t b) {
+        return block_[a].second % period_ns_ < block_[b].second % period_ns_;
+      });
+    }
+    return order;
+  }
 
   // The earliest start >= ready_ns where [start, start + duration) is free in the device's
   // cycle; marks it busy.
@@ -415,6 +412,12 @@ VBlock::Gaps chain_gaps(int combination, TimeNs step_ns) {
                       .w_ns = wait[4]};
 }
 
+// `block` (of unit costs: unit_costs) laid out at its shortest period with the waits of
+// combination `g` (chain_gaps), a step being one unit; false where it does not lay out.
+bool lay_out_unit(VBlock& block, int g) {
+  return block.lay_out(block.min_period_ns(), chain_gaps(g, kUnitNs));
+}
+
 // Whether the waits of combination `g` (chain_gaps) after the ops of each chain are of at most
 // one step (the turn's of any).
 bool one_step_waits(int g) {
@@ -438,6 +441,9 @@ bool time_block(const VBlock& laid, int m, const std::vector<double>& limit, con
 
 // The real-cost blocks' periods tried: T0 (1 + j / kPeriodSteps), j = 0..kPeriodSteps.
 constexpr int kPeriodSteps = 32;
+TimeNs real_period(TimeNs t0_ns, int j) {
+  return t0_ns + t0_ns * j / kPeriodSteps;
+}
 
 // Ops the engine may simulate screening the blocks of screen_unit_blocks: about 15 short runs
 // at p = 32 (35 microbatches each).
@@ -476,7 +482,7 @@ std::optional<std::pair<double, int>> screen_unit_blocks(VBlock& block, int m,
   };
   std::vector<Layout> fit;
   for (int g = 0; g < kGapCombinations; ++g) {
-    if (one_step_waits(g) && block.lay_out(block.min_period_ns(), chain_gaps(g, kUnitNs)) &&
+    if (one_step_waits(g) && lay_out_unit(block, g) &&
         block.within(m, limit)) {
       fit.push_back({block.steady_period_ns(costs), g});
     }
@@ -490,7 +496,7 @@ std::optional<std::pair<double, int>> screen_unit_blocks(VBlock& block, int m,
   std::size_t spent = 0;
   for (const Layout& layout : fit) {
     if (layout.period_ns > shortest * (1 + 1e-9)) continue;
-    block.lay_out(block.min_period_ns(), chain_gaps(layout.gaps, kUnitNs));
+    lay_out_unit(block, layout.gaps);
     const auto sample_ops =  // 6 ops per microbatch and device, 2 stages per device
         3 * costs.size() * static_cast<std::size_t>(sample_microbatches(block, m));
     if (chosen && spent + sample_ops > kScreenOps) break;
@@ -512,7 +518,7 @@ std::vector<Timed> large_pipeline_blocks(int p, int m, const std::vector<StageCo
   const TimeNs t0 = block.min_period_ns();
   std::optional<std::pair<double, TimeNs>> real;  // estimate and period
   for (int j = 0; j <= kPeriodSteps && !real; ++j) {
-    const TimeNs period = t0 + t0 * j / kPeriodSteps;
+    const TimeNs period = real_period(t0, j);
     if (block.lay_out(period) && block.within(m, limit))
       real = {estimated_span(block, m, block.steady_period_ns(costs), model, spent), period};
   }
@@ -524,7 +530,7 @@ std::vector<Timed> large_pipeline_blocks(int p, int m, const std::vector<StageCo
   Shortest timed(1);
   if (unit && (!real || unit->first < real->first)) {
     if (unit->first < static_cast<double>(bound_ns) &&
-        unit_block.lay_out(unit_block.min_period_ns(), chain_gaps(unit->second, kUnitNs)))
+        lay_out_unit(unit_block, unit->second))
       time_block(unit_block, m, limit, model, timed, spent);
   } else if (real && real->first < static_cast<double>(bound_ns) && block.lay_out(real->second)) {
     time_block(block, m, limit, model, timed, spent);
@@ -569,7 +575,7 @@ std::vector<Timed> v_blocks(int p, int m, const std::vector<StageCosts>& costs,
   for (int j = 0; j <= kPeriodSteps && periods.size() < kPeriods &&
                   (periods.empty() || spent + ops <= kTimedOps);
        ++j) {
-    const TimeNs period = t0 + t0 * j / kPeriodSteps;
+    const TimeNs period = real_period(t0, j);
     if (block.lay_out(period) && time(block, real)) periods.push_back(period);
   }
   const std::vector<StageCosts> unit_table = unit_costs(costs);  // unit_block keeps a reference
@@ -577,7 +583,7 @@ std::vector<Timed> v_blocks(int p, int m, const std::vector<StageCosts>& costs,
   const PerDeviceCostModel unit_model = unit_cost_model(p, costs);
   std::size_t squeeze_left = kSqueezeOps;
   for (int g = 0; g < kGapCombinations && spent + ops <= kGapOps; ++g) {
-    if (unit_block.lay_out(unit_block.min_period_ns(), chain_gaps(g, kUnitNs)) &&
+    if (lay_out_unit(unit_block, g) &&
         time(unit_block, unit))
       squeeze(unit_block.repeat(m), unit_model, model, limit, squeeze_left, squeezed);
   }
