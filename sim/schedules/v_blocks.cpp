@@ -1,7 +1,7 @@
 #include "sim/schedules/v_blocks.h"
 
 #include <algorithm>
-#include <boost/graph/adjacency_list.hpp>
+#include <boost/graph/compressed_sparse_row_graph.hpp>
 #include <boost/graph/howard_cycle_ratio.hpp>
 #include <optional>
 
@@ -190,20 +190,23 @@ class VBlock {
   // where `real` are the costs it was laid out with; more where a transfer or a longer op finds
   // no slack in its chain.
   double steady_period_ns(const std::vector<StageCosts>& real) const {
-    using Graph =
-        boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS, boost::no_property,
-                              boost::property<boost::edge_weight_t, double,
-                                              boost::property<boost::edge_weight2_t, double>>,
-                              boost::no_property, boost::vecS>;
-    Graph graph(block_.size());
+    struct Weights {
+      double time_ns, rounds;
+    };
+    using Graph = boost::compressed_sparse_row_graph<boost::directedS, boost::no_property, Weights>;
+    std::vector<std::pair<std::size_t, std::size_t>> edges;
+    std::vector<Weights> weights;
     for (const Constraint& c : constraints(real)) {
-      boost::add_edge(c.from, c.to,
-                      {static_cast<double>(c.weight_ns), static_cast<double>(c.rounds)}, graph);
+      edges.emplace_back(c.from, c.to);
+      weights.push_back({static_cast<double>(c.weight_ns), static_cast<double>(c.rounds)});
     }
+    const Graph graph(boost::edges_are_unsorted_multi_pass, edges.begin(), edges.end(),
+                      weights.begin(), block_.size());
     return boost::maximum_cycle_ratio(graph, boost::get(boost::vertex_index, graph),
-                                      boost::get(boost::edge_weight, graph),
-                                      boost::get(boost::edge_weight2, graph));
+                                      boost::get(&Weights::time_ns, graph),
+                                      boost::get(&Weights::rounds, graph));
   }
+
 
   // The rounds of the repetition one microbatch's ops span.
   TimeNs rounds() const {
@@ -213,6 +216,20 @@ class VBlock {
       last = std::max(last, start_ns / period_ns_);
     }
     return last - first + 1;
+  }
+
+  // What the repeated order depends on (repeat(), constraints()): per device, its ops in
+  // round_order() with the round each starts in. Layouts of the same signature repeat to the
+  // same schedule at every m.
+  std::vector<std::size_t> order_signature() const {
+    std::vector<std::size_t> out;
+    for (const std::vector<std::size_t>& ops : round_order()) {
+      for (const std::size_t i : ops) {
+        out.push_back(i);
+        out.push_back(static_cast<std::size_t>(block_[i].second / period_ns_));
+      }
+    }
+    return out;
   }
 
   // Whether two ops of a device start at the same step of the cycle.
@@ -467,7 +484,9 @@ double estimated_span(const VBlock& laid, int m, double period_ns, const CostMod
 }
 
 // The unit-cost blocks with waits of at most one step after the ops of each chain and up to two
-// at the V's top (chain_gaps; 96 layouts) that fit, ranked without timing each one at m: by
+// at the V's top (chain_gaps; 96 layouts) that fit, each order once (a layout whose repetition
+// is an earlier one's is skipped: at p = 32 V-Half's 33 fits are 20 orders, V-Min's 6 are 4),
+// ranked without timing each one at m: by
 // their steady period under the real costs (a unit-cost order whose chains have no slack for
 // the transfers falls behind by a little every round), then, for those of the shortest, by
 // estimated_span, within kScreenOps (the first always). The best estimate and its layout;
@@ -481,11 +500,13 @@ std::optional<std::pair<double, int>> screen_unit_blocks(VBlock& block, int m,
     int gaps;
   };
   std::vector<Layout> fit;
+  std::vector<std::vector<std::size_t>> seen;  // the fits' order signatures
   for (int g = 0; g < kGapCombinations; ++g) {
-    if (one_step_waits(g) && lay_out_unit(block, g) &&
-        block.within(m, limit)) {
-      fit.push_back({block.steady_period_ns(costs), g});
-    }
+    if (!one_step_waits(g) || !lay_out_unit(block, g) || !block.within(m, limit)) continue;
+    std::vector<std::size_t> signature = block.order_signature();
+    if (std::find(seen.begin(), seen.end(), signature) != seen.end()) continue;
+    seen.push_back(std::move(signature));
+    fit.push_back({block.steady_period_ns(costs), g});
   }
   if (fit.empty()) return std::nullopt;
   const double shortest =

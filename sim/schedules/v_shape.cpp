@@ -117,7 +117,7 @@ class VShape final : public ScheduleGenerator {
     if (greedy) candidates.emplace_back(std::move(greedy->schedule), greedy->max_span_ns);
     // The search's earlier bests: starts worth having where they are justified below.
     const std::size_t ops = 6 * static_cast<std::size_t>(p) * static_cast<std::size_t>(m);
-    if (params.improve && kJustifyOps / ops >= 2 * ops) {
+    if (greedy && params.improve && kJustifyOps / ops >= 2 * ops) {
       for (auto& runner_up : greedy->runners_up)
         candidates.push_back(std::move(runner_up));
     }
