@@ -230,6 +230,32 @@ MonteCarloSummary monte_carlo(const sim::Schedule& schedule, const Scenario& in,
   return {samples, seed, distribution(std::move(iteration_ms)), distribution(std::move(bubble))};
 }
 
+namespace {
+
+// memory_sweep's rule: each point takes the run of a lower limit that is shorter (no longer in
+// iteration time or largest device span, shorter in one), the shortest of them.
+void take_shorter_lower_runs(std::vector<SweepPoint>& points) {
+  const std::vector<SweepPoint> generated = points;
+  for (SweepPoint& point : points) {
+    for (const SweepPoint& lower : generated) {
+      const sim::Metrics& a = lower.run.metrics;
+      const sim::Metrics& b = point.run.metrics;
+      const bool no_longer = a.iteration_time_ns <= b.iteration_time_ns &&
+                             a.max_device_span_ns <= b.max_device_span_ns;
+      const bool shorter =
+          a.iteration_time_ns < b.iteration_time_ns || a.max_device_span_ns < b.max_device_span_ns;
+      if (lower.limit_factor < point.limit_factor && no_longer && shorter) {
+        const double mem_limit = point.run.params.mem_limit;
+        point.run = lower.run;
+        point.run.params.mem_limit = mem_limit;
+        point.schedule_limit_factor = lower.limit_factor;
+      }
+    }
+  }
+}
+
+}  // namespace
+
 std::vector<SweepPoint> memory_sweep(const Scenario& in, const sim::ScheduleGenerator& generator,
                                      const std::vector<double>& factors) {
   if (!generator.takes_mem_limit()) {
@@ -248,8 +274,9 @@ std::vector<SweepPoint> memory_sweep(const Scenario& in, const sim::ScheduleGene
   std::vector<SweepPoint> points;
   for (std::size_t i = 0; i < outcomes.size(); ++i) {
     if (outcomes[i].error) std::rethrow_exception(outcomes[i].error);
-    points.push_back(SweepPoint{factors[i], std::move(*outcomes[i].summary)});
+    points.push_back(SweepPoint{factors[i], std::move(*outcomes[i].summary), factors[i]});
   }
+  take_shorter_lower_runs(points);
   return points;
 }
 

@@ -74,9 +74,17 @@ MonteCarloSummary monte_carlo(const sim::Schedule& schedule, const Scenario& sce
 struct SweepPoint {
   double limit_factor = 0;
   RunSummary run;
+  // The limit whose generated schedule `run` is: limit_factor, or a lower one of the sweep
+  // (memory_sweep).
+  double schedule_limit_factor = 0;
 };
 // Runs `generator` in the scenario at each memory limit factor * p * M_B (device 0's M_B), the
 // limits at once (run_each, all cores); the first error in the order of `factors` is thrown.
+// A schedule within a limit is within every higher one, so each point takes the run of a lower
+// limit of the sweep where that run is shorter in iteration time and in largest device span
+// (neither longer, one shorter; run.params.mem_limit stays the point's): the generators are
+// heuristics, and more room can lead one to a longer schedule, which a sweep would show as
+// a curve that rises with the memory.
 // A generator that takes no memory limit is a SettingError ("mem-limit-sweep").
 std::vector<SweepPoint> memory_sweep(const Scenario& scenario,
                                      const sim::ScheduleGenerator& generator,

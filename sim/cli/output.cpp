@@ -350,6 +350,7 @@ void write_sweep_json(std::ostream& out, const std::vector<SweepPoint>& points) 
       w.StartObject();
       put(w, "mem_limit_factor", point.limit_factor);
       put(w, "mem_limit", point.run.params.mem_limit);
+      put(w, "schedule_mem_limit_factor", point.schedule_limit_factor);
       put_summary(w, point.run);
       w.EndObject();
     }

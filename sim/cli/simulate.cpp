@@ -53,7 +53,8 @@ int cmd_simulate(const std::vector<std::string>& args, const std::string& comman
     ("time-limit", po::value<double>()->default_value(10), "seconds the --exact solver may take")
     ("mem-limit-sweep", po::value<std::string>(),
      "FROM:TO:STEP: simulate at each memory limit, as multiples of p*M_B, and print the "
-     "bubble rate against memory (schedules that take --mem-limit)")
+     "bubble rate against memory (schedules that take --mem-limit); a limit whose schedule is "
+     "longer than a lower limit's takes that one (it fits)")
     ("samples", po::value<int>()->default_value(0),
      "with --profile: also run N times, each op's duration drawn from its stage's samples, and "
      "report the mean, p50, p90 and p99 of the iteration time and bubble rate")

@@ -312,6 +312,46 @@ TEST(Cli, MemoryLimitSweepGivesTheBubbleAgainstMemoryCurve) {
   EXPECT_NE(table.out.find("\n         1.5          12"), std::string::npos) << table.out;
 }
 
+// A schedule within a limit fits every higher one: no point of a sweep is beaten by a lower
+// limit's (here V-Half's own schedule at 0.45 p M_B is longer than at 0.4: 77.56 ms against
+// 77.075), and a point that takes a lower limit's run says so and keeps that run's peak.
+TEST(Cli, MemoryLimitSweepNeverRisesWithTheMemory) {
+  const std::vector<std::string> input = {"-s",   "v-half", "-p",   "5",   "-m",   "12",     "--f",
+                                          "1.53", "--b",    "1.64", "--w", "0.97", "--comm", "0"};
+  auto simulate = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = {"simulate"};
+    args.insert(args.end(), input.begin(), input.end());
+    args.insert(args.end(), extra.begin(), extra.end());
+    const Outcome o = run_cli(args);
+    EXPECT_EQ(o.status, 0) << o.err;
+    return parse_json(o.out);
+  };
+  const rapidjson::Document doc = simulate({"--mem-limit-sweep", "0.4:0.5:0.05", "--json"});
+  const auto& points = doc["points"];
+  ASSERT_EQ(points.Size(), 3u);
+  auto value = [&](rapidjson::SizeType i, const char* key) { return points[i][key].GetDouble(); };
+  int taken = 0;
+  for (rapidjson::SizeType i = 0; i < points.Size(); ++i) {
+    const double factor = value(i, "mem_limit_factor"),
+                 from = value(i, "schedule_mem_limit_factor");
+    EXPECT_LE(from, factor);
+    EXPECT_LE(value(i, "peak_activation_memory"), from * 5 + 1e-9);  // p M_B = 5
+    for (rapidjson::SizeType j = 0; j < i; ++j) {
+      const double iteration = value(j, "iteration_time_ms") - value(i, "iteration_time_ms");
+      const double span = value(j, "max_device_span_ms") - value(i, "max_device_span_ms");
+      EXPECT_FALSE(iteration <= 0 && span <= 0 && (iteration < 0 || span < 0))
+          << "limit " << factor << " beaten by " << value(j, "mem_limit_factor");
+    }
+    if (from == factor) continue;
+    // A point that took a lower limit's run is shorter than the generator's own at its limit.
+    ++taken;
+    const rapidjson::Document own =
+        simulate({"--mem-limit", std::to_string(value(i, "mem_limit")), "--json"});
+    EXPECT_LT(value(i, "max_device_span_ms"), own["max_device_span_ms"].GetDouble());
+  }
+  EXPECT_EQ(taken, 1);  // 0.45 takes 0.4's schedule
+}
+
 TEST(Cli, ExactModeReportsTheOptimum) {
   const Outcome o = run_cli({"simulate", "-s", "zb-2p", "-p", "3", "-m", "4", "--exact", "--json"});
   if (o.status == 2 && o.err.find("no ILP solver") != std::string::npos) {
