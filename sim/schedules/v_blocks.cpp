@@ -207,7 +207,6 @@ class VBlock {
                                       boost::get(&Weights::rounds, graph));
   }
 
-
   // The rounds of the repetition one microbatch's ops span.
   TimeNs rounds() const {
     TimeNs first = kNever, last = 0;
@@ -485,12 +484,11 @@ double estimated_span(const VBlock& laid, int m, double period_ns, const CostMod
 
 // The unit-cost blocks with waits of at most one step after the ops of each chain and up to two
 // at the V's top (chain_gaps; 96 layouts) that fit, each order once (a layout whose repetition
-// is an earlier one's is skipped: at p = 32 V-Half's 33 fits are 20 orders, V-Min's 6 are 4),
-// ranked without timing each one at m: by
-// their steady period under the real costs (a unit-cost order whose chains have no slack for
-// the transfers falls behind by a little every round), then, for those of the shortest, by
-// estimated_span, within kScreenOps (the first always). The best estimate and its layout;
-// nothing where none fits.
+// is an earlier one's is skipped: at p = 32, m = 256 V-Half's 33 fits are 27 orders, V-Min's 6
+// are 4), ranked without timing each one at m: by their steady period under the real costs (a
+// unit-cost order whose chains have no slack for the transfers falls behind by a little every
+// round), then, for those of the shortest, by estimated_span, within kScreenOps (the first
+// always). The best estimate and its layout; nothing where none fits.
 std::optional<std::pair<double, int>> screen_unit_blocks(VBlock& block, int m,
                                                          const std::vector<StageCosts>& costs,
                                                          const std::vector<double>& limit,
@@ -550,8 +548,7 @@ std::vector<Timed> large_pipeline_blocks(int p, int m, const std::vector<StageCo
     unit = screen_unit_blocks(unit_block, m, costs, limit, model);
   Shortest timed(1);
   if (unit && (!real || unit->first < real->first)) {
-    if (unit->first < static_cast<double>(bound_ns) &&
-        lay_out_unit(unit_block, unit->second))
+    if (unit->first < static_cast<double>(bound_ns) && lay_out_unit(unit_block, unit->second))
       time_block(unit_block, m, limit, model, timed, spent);
   } else if (real && real->first < static_cast<double>(bound_ns) && block.lay_out(real->second)) {
     time_block(block, m, limit, model, timed, spent);
@@ -604,8 +601,7 @@ std::vector<Timed> v_blocks(int p, int m, const std::vector<StageCosts>& costs,
   const PerDeviceCostModel unit_model = unit_cost_model(p, costs);
   std::size_t squeeze_left = kSqueezeOps;
   for (int g = 0; g < kGapCombinations && spent + ops <= kGapOps; ++g) {
-    if (lay_out_unit(unit_block, g) &&
-        time(unit_block, unit))
+    if (lay_out_unit(unit_block, g) && time(unit_block, unit))
       squeeze(unit_block.repeat(m), unit_model, model, limit, squeeze_left, squeezed);
   }
   for (const TimeNs period : periods) {
