@@ -6,6 +6,8 @@
 #include <random>
 #include <utility>
 
+#include <tbb/parallel_for.h>
+
 #include "sim/device_events.h"
 #include "sim/engine.h"
 #include "sim/metrics.h"
@@ -494,18 +496,26 @@ ImproveResult improve_best_of(std::vector<Schedule> starts, const CostModel& cos
   screen.budget_ops = limits.budget_ops / kScreenShare;
   if (screen.budget_ops < 2 * starts.front().num_ops())
     return improve_schedule(std::move(starts.front()), costs, limits);
-  ImproveResult first = improve_schedule(starts.front(), costs, limits);
-  std::optional<ImproveResult> screened;
+  // The first start with the whole budget and each other distinct one with the screening
+  // budget are independent searches (each seeded): run side by side, taken in their order.
+  std::vector<std::size_t> distinct{0};
   for (std::size_t i = 1; i < starts.size(); ++i) {
-    if (std::find(starts.begin(), starts.begin() + static_cast<std::ptrdiff_t>(i), starts[i]) !=
+    if (std::find(starts.begin(), starts.begin() + static_cast<std::ptrdiff_t>(i), starts[i]) ==
         starts.begin() + static_cast<std::ptrdiff_t>(i))
-      continue;
-    ImproveResult tried = improve_schedule(starts[i], costs, screen);
-    first.before_ns = std::min(first.before_ns, tried.before_ns);
-    if (!screened || tried.after_ns < screened->after_ns) screened = std::move(tried);
+      distinct.push_back(i);
+  }
+  std::vector<std::optional<ImproveResult>> tried(distinct.size());
+  tbb::parallel_for(std::size_t{0}, distinct.size(), [&](std::size_t k) {
+    tried[k] = improve_schedule(std::move(starts[distinct[k]]), costs, k == 0 ? limits : screen);
+  });
+  ImproveResult first = std::move(*tried.front());
+  std::optional<ImproveResult> screened;
+  for (std::size_t k = 1; k < tried.size(); ++k) {
+    first.before_ns = std::min(first.before_ns, tried[k]->before_ns);
+    if (!screened || tried[k]->after_ns < screened->after_ns) screened = std::move(tried[k]);
   }
   if (!screened) return first;
-  ImproveResult second = improve_schedule(screened->schedule, costs, limits);
+  ImproveResult second = improve_schedule(std::move(screened->schedule), costs, limits);
   if (second.after_ns >= first.after_ns) return first;
   second.before_ns = first.before_ns;
   return second;

@@ -86,8 +86,10 @@ ImproveResult improve_schedule(Schedule schedule, const CostModel& costs,
 // further with limits.budget_ops; the shorter of the two results is returned. Where the
 // screening budget does not pay for two engine runs, only the first start is improved. Costs
 // at most (starts / kScreenShare + 2) * limits.budget_ops simulated ops; never worse than
-// improve_schedule(starts.front()); before_ns is the shortest start's span. `starts` must not
-// be empty; each as for improve_schedule.
+// improve_schedule(starts.front()); before_ns is the shortest start's span. The first start's
+// search and the screening searches run side by side on the cores of the calling oneTBB arena
+// (each is seeded: the result does not depend on the cores). `starts` must not be empty; each
+// as for improve_schedule.
 inline constexpr std::size_t kScreenShare = 8;
 // Whether improve_best_of, at improve_budget_ops(schedule_ops), screens more than the first
 // start: where it does not, a generator need not collect further starts.

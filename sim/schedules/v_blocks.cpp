@@ -527,11 +527,9 @@ std::optional<std::pair<double, int>> screen_unit_blocks(VBlock& block, int m,
 
 // Kind 4 of v_blocks, for pipelines of more than kUnitCostOps ops: the real-cost block at the
 // shortest period that fits and, below 1F1B's memory, the best of screen_unit_blocks, each
-// estimated (estimated_span); the one of the shorter estimate alone is timed at m, where that
-// estimate is below `bound_ns`.
+// estimated (estimated_span); the one of the shorter estimate alone is timed at m.
 std::vector<Timed> large_pipeline_blocks(int p, int m, const std::vector<StageCosts>& costs,
-                                         const std::vector<double>& limit, const CostModel& model,
-                                         TimeNs bound_ns) {
+                                         const std::vector<double>& limit, const CostModel& model) {
   std::size_t spent = 0;
   VBlock block(p, costs);
   const TimeNs t0 = block.min_period_ns();
@@ -548,9 +546,9 @@ std::vector<Timed> large_pipeline_blocks(int p, int m, const std::vector<StageCo
     unit = screen_unit_blocks(unit_block, m, costs, limit, model);
   Shortest timed(1);
   if (unit && (!real || unit->first < real->first)) {
-    if (unit->first < static_cast<double>(bound_ns) && lay_out_unit(unit_block, unit->second))
+    if (lay_out_unit(unit_block, unit->second))
       time_block(unit_block, m, limit, model, timed, spent);
-  } else if (real && real->first < static_cast<double>(bound_ns) && block.lay_out(real->second)) {
+  } else if (real && block.lay_out(real->second)) {
     time_block(block, m, limit, model, timed, spent);
   }
   std::vector<Timed> out;
@@ -569,8 +567,7 @@ std::vector<StageCosts> unit_costs(std::vector<StageCosts> costs) {
 }
 
 std::vector<Timed> v_blocks(int p, int m, const std::vector<StageCosts>& costs,
-                            const std::vector<double>& limit, const CostModel& model,
-                            TimeNs bound_ns) {
+                            const std::vector<double>& limit, const CostModel& model) {
   // The longer periods add m times their excess to the steady state and rarely win: timing
   // one period instead of 3 changed no zb-v reference row's side (mean 0.9941 either way)
   // and none of 18 spans of zb-v, V-Half and V-Min at p = 24-32, m = 160-300; at p = 32,
@@ -578,7 +575,7 @@ std::vector<Timed> v_blocks(int p, int m, const std::vector<StageCosts>& costs,
   constexpr std::size_t kTimedOps = 60'000;
   constexpr std::size_t kPeriods = 3;
   const std::size_t ops = static_cast<std::size_t>(6 * p) * static_cast<std::size_t>(m);
-  if (ops > kUnitCostOps) return large_pipeline_blocks(p, m, costs, limit, model, bound_ns);
+  if (ops > kUnitCostOps) return large_pipeline_blocks(p, m, costs, limit, model);
   std::vector<Timed> out;
   // The kinds. Five squeezed blocks instead of one changed no row (zb-v mean 0.9941 either way).
   Shortest real(kKeptPerKind), unit(kKeptPerKind), squeezed(1);

@@ -47,16 +47,16 @@ std::vector<StageCosts> unit_costs(std::vector<StageCosts> costs);
 //     without timing each at m: of the layouts with waits of at most one step after the ops of
 //     each chain (0-2 at the V's top) that fit, those that keep the shortest period under the
 //     real costs (the maximum cycle ratio of the repeated order's constraints) are run with a
-//     few microbatches, within a budget, and the one whose span extrapolated to m is shortest is
-//     timed at m where that estimate is below `bound_ns` (a span the caller already has). At
+//     few microbatches, within a budget; of the one whose span extrapolated to m is shortest
+//     and the real-cost block at the shortest period that fits, likewise extrapolated, the
+//     shorter alone is timed at m. At
 //     p = 32, m = 256 with transfers V-Half's other candidates end 2-3% above what its building
 //     block keeps at any m (docs/validation.md).
 // Of kinds 1 and 2 the kKeptPerKind shortest (distinct spans), of 3 and 4 the shortest; a kind
 // is missing when no layout fits. Returned squeezed first, then unit-cost (2 or 4), then
 // real-cost.
 std::vector<SpanRanked> v_blocks(int p, int m, const std::vector<StageCosts>& costs,
-                                 const std::vector<double>& limit, const CostModel& model,
-                                 TimeNs bound_ns = kNever);
+                                 const std::vector<double>& limit, const CostModel& model);
 
 // The unit-cost blocks of v_blocks (2.) again with a wait of 1 or 2 steps at the V's bottom or
 // at its top on the way down, or both (VBlock::Gaps; 8 turns, each with the 729 waits of the

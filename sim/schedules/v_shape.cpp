@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <optional>
 
+#include <tbb/parallel_invoke.h>
+
 #include "sim/cost_model.h"
 #include "sim/device_events.h"
 #include "sim/engine.h"
@@ -112,18 +114,27 @@ class VShape final : public ScheduleGenerator {
     const std::vector<double> limit = limits(params, costs);
 
     const std::vector<StageCosts> stage_cost = stage_costs(v_placement(p), costs);
-    std::optional<VGreedyResult> greedy = v_greedy_search(p, m, stage_cost, limit);
+    const std::size_t ops = 6 * static_cast<std::size_t>(p) * static_cast<std::size_t>(m);
+    std::optional<VGreedyResult> greedy;
+    std::vector<Timed> blocks;
+    if (ops > kUnitCostOps) {
+      // The greedy makes a run or two here, one after the other on one core: the blocks,
+      // independent of it, beside it on another.
+      tbb::parallel_invoke([&] { greedy = v_greedy_search(p, m, stage_cost, limit); },
+                           [&] { blocks = v_blocks(p, m, stage_cost, limit, costs); });
+    } else {
+      greedy = v_greedy_search(p, m, stage_cost, limit);  // its runs use the cores
+    }
     std::vector<Timed> candidates, turned;
     if (greedy) candidates.emplace_back(std::move(greedy->schedule), greedy->max_span_ns);
     // The search's earlier bests: starts worth having where they are justified below.
-    const std::size_t ops = 6 * static_cast<std::size_t>(p) * static_cast<std::size_t>(m);
     if (greedy && params.improve && kJustifyOps / ops >= 2 * ops) {
       for (auto& runner_up : greedy->runners_up)
         candidates.push_back(std::move(runner_up));
     }
     if (!greedy || !greedy->no_bubble) {
-      const TimeNs bound_ns = greedy ? greedy->max_span_ns : kNever;
-      for (Timed& block : v_blocks(p, m, stage_cost, limit, costs, bound_ns))
+      if (ops <= kUnitCostOps) blocks = v_blocks(p, m, stage_cost, limit, costs);
+      for (Timed& block : blocks)
         candidates.push_back(std::move(block));
       std::optional<Timed> order;
       if (ops <= kUnitCostOps) order = unit_cost_order(p, m, stage_cost, limit, costs);

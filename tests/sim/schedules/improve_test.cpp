@@ -7,6 +7,7 @@
 #include "sim/schedules/splice.h"
 
 #include <gtest/gtest.h>
+#include <tbb/task_arena.h>
 
 #include <algorithm>
 #include <random>
@@ -207,6 +208,35 @@ TEST(Improve, BestOfStartsNeverWorseThanTheFirstStartsImprovement) {
       EXPECT_LE(peaks[static_cast<std::size_t>(d)], limit[static_cast<std::size_t>(d)] + 1e-9);
   }
   RecordProperty("trials_shorter_than_one_start", shorter);
+}
+
+// The first start's search and the screening searches run side by side on the arena's cores,
+// each seeded: the result is the same on 1, 2 or 3 threads. Three starts (one a duplicate,
+// which is screened once), random costs with transfers, a limit the moves must respect.
+TEST(Improve, BestOfStartsGivesTheSameOnAnyNumberOfThreads) {
+  std::mt19937 rng(11);
+  for (int trial = 0; trial < 3; ++trial) {
+    const int p = 3 + trial;
+    const int m = 2 * p;
+    const PerDeviceCostModel costs = random_costs(p, rng);
+    const std::vector<Schedule> starts{one_f_one_b_split(p, m), one_f_one_b_deferred_w(p, m),
+                                       one_f_one_b_split(p, m)};
+    std::vector<double> limit = activation_peaks(starts[1], costs);
+    for (double& l : limit)
+      l += 1.0;
+    auto on = [&](int threads) {
+      tbb::task_arena arena(threads);
+      return arena.execute([&] { return improve_best_of(starts, costs, {limit, 400'000}); });
+    };
+    const ImproveResult one = on(1);
+    for (const int threads : {2, 3}) {
+      const ImproveResult many = on(threads);
+      EXPECT_EQ(many.schedule, one.schedule) << "trial " << trial << ", " << threads;
+      EXPECT_EQ(many.after_ns, one.after_ns) << "trial " << trial << ", " << threads;
+      EXPECT_EQ(many.before_ns, one.before_ns) << "trial " << trial << ", " << threads;
+      EXPECT_EQ(many.runs, one.runs) << "trial " << trial << ", " << threads;
+    }
+  }
 }
 
 TEST(Improve, ZeroBudgetReturnsTheInput) {
