@@ -5,6 +5,8 @@
 #include <boost/graph/howard_cycle_ratio.hpp>
 #include <optional>
 
+#include <tbb/task_group.h>
+
 #include "sim/device_events.h"
 #include "sim/engine.h"
 #include "sim/placement.h"
@@ -443,11 +445,18 @@ bool one_step_waits(int g) {
   return true;
 }
 
+// Whether the caller's task group is called off (v_shape.cpp: the greedy beside the blocks
+// found no bubble): the loops below stop, as what they return is not wanted.
+bool called_off() {
+  return tbb::is_current_task_group_canceling();
+}
+
 // Times `laid` repeated m times with `model` if it keeps within `limit`, offers it to `best`
-// and adds the run's ops to `spent_ops`; false where it does not keep within the limit.
+// and adds the run's ops to `spent_ops`; false where it does not keep within the limit (or
+// the caller is called off).
 bool time_block(const VBlock& laid, int m, const std::vector<double>& limit, const CostModel& model,
                 Shortest& best, std::size_t& spent_ops) {
-  if (!laid.within(m, limit)) return false;
+  if (called_off() || !laid.within(m, limit)) return false;
   Schedule schedule = laid.repeat(m);
   const TimeNs span = Engine(schedule, model).run().max_span_ns();
   spent_ops += schedule.num_ops();
@@ -597,12 +606,12 @@ std::vector<Timed> v_blocks(int p, int m, const std::vector<StageCosts>& costs,
   VBlock unit_block(p, unit_table);
   const PerDeviceCostModel unit_model = unit_cost_model(p, costs);
   std::size_t squeeze_left = kSqueezeOps;
-  for (int g = 0; g < kGapCombinations && spent + ops <= kGapOps; ++g) {
+  for (int g = 0; g < kGapCombinations && spent + ops <= kGapOps && !called_off(); ++g) {
     if (lay_out_unit(unit_block, g) && time(unit_block, unit))
       squeeze(unit_block.repeat(m), unit_model, model, limit, squeeze_left, squeezed);
   }
   for (const TimeNs period : periods) {
-    for (int g = 1; g < kGapCombinations && spent + ops <= kGapOps; ++g) {
+    for (int g = 1; g < kGapCombinations && spent + ops <= kGapOps && !called_off(); ++g) {
       if (block.lay_out(period, chain_gaps(g, t0 / 6))) time(block, real);
     }
   }
@@ -621,7 +630,7 @@ std::vector<Timed> turn_blocks(int p, int m, const std::vector<StageCosts>& cost
   std::size_t spent = 0;
   const std::size_t ops = static_cast<std::size_t>(6 * p) * static_cast<std::size_t>(m);
   for (int turn = 1; turn < kTurns; ++turn) {
-    for (int g = 0; g < kGapCombinations && spent + ops <= kGapOps; ++g) {
+    for (int g = 0; g < kGapCombinations && spent + ops <= kGapOps && !called_off(); ++g) {
       VBlock::Gaps gaps = chain_gaps(g, kUnitNs);
       gaps.bottom_ns = turn % kGapSteps * kUnitNs;
       gaps.b_turn_ns = turn / kGapSteps * kUnitNs;

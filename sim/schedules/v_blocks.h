@@ -53,7 +53,8 @@ std::vector<StageCosts> unit_costs(std::vector<StageCosts> costs);
 //     p = 32, m = 256 with transfers V-Half's other candidates end 2-3% above what its building
 //     block keeps at any m (docs/validation.md).
 // Of kinds 1 and 2 the kKeptPerKind shortest (distinct spans), of 3 and 4 the shortest; a kind
-// is missing when no layout fits. Returned squeezed first, then unit-cost (2 or 4), then
+// is missing when no layout fits (or the calling oneTBB task group is cancelled: it stops
+// timing blocks then, as does turn_blocks). Returned squeezed first, then unit-cost (2 or 4), then
 // real-cost.
 std::vector<SpanRanked> v_blocks(int p, int m, const std::vector<StageCosts>& costs,
                                  const std::vector<double>& limit, const CostModel& model);

@@ -2,6 +2,7 @@
 
 #include <tbb/parallel_for.h>
 #include <tbb/task_arena.h>
+#include <tbb/task_group.h>
 
 #include <algorithm>
 #include <bit>
@@ -981,7 +982,11 @@ class VSearch {
   static constexpr std::size_t kRunnersUp = 6;
 
  private:
-  bool done() const { return best_ && best_->no_bubble; }  // nothing is shorter
+  // Nothing is shorter, or the caller's task group is called off (v_shape.cpp: the search for
+  // a candidate beside another search that found no bubble): what is left is not wanted.
+  bool done() const {
+    return (best_ && best_->no_bubble) || tbb::is_current_task_group_canceling();
+  }
   TimeNs bound() const { return best_ ? best_->max_span_ns : kNever; }
 
   // One run of the greedy, stopped at `bound_ns`. Keeps the schedule if it is the best.

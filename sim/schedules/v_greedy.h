@@ -43,7 +43,8 @@ struct VGreedyOptions {
 
 // The search of v_shape.h over the greedy's choices. `costs`: one entry per stage (2p; stage s
 // on device min(s, 2p-1-s)); `limit`: one per device, in the unit of the costs' deltas.
-// Nothing when every run exceeded the limit.
+// Nothing when every run exceeded the limit. Where the calling oneTBB task group is cancelled
+// the search stops at its next run with what it has (v_shape.cpp drops it then).
 std::optional<VGreedyResult> v_greedy_search(int p, int m, const std::vector<StageCosts>& costs,
                                              const std::vector<double>& limit,
                                              const VGreedyOptions& options = {});

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <optional>
 
-#include <tbb/parallel_invoke.h>
+#include <tbb/task_group.h>
 
 #include "sim/cost_model.h"
 #include "sim/device_events.h"
@@ -42,6 +42,20 @@ std::optional<Timed> unit_cost_order(int p, int m, const std::vector<StageCosts>
   Schedule schedule = std::move(found->schedule);
   const TimeNs span = Engine(schedule, model).run().max_span_ns();
   return std::pair{std::move(schedule), span};
+}
+
+// The candidates beside the greedy's: the building blocks (v_blocks.h) and, for pipelines of
+// at most kUnitCostOps ops, the unit-cost order; the blocks with waits at the turns, which
+// compete with the result apart from the others (below), go to `turned`.
+std::vector<Timed> other_candidates(int p, int m, const std::vector<StageCosts>& stage_cost,
+                                    const std::vector<double>& limit, const CostModel& costs,
+                                    std::vector<Timed>& turned) {
+  std::vector<Timed> out = v_blocks(p, m, stage_cost, limit, costs);
+  if (6 * static_cast<std::size_t>(p) * static_cast<std::size_t>(m) > kUnitCostOps) return out;
+  if (std::optional<Timed> order = unit_cost_order(p, m, stage_cost, limit, costs))
+    out.push_back(std::move(*order));
+  turned = turn_blocks(p, m, stage_cost, limit, costs);
+  return out;
 }
 
 // The improver's budget for a V schedule of `ops` ops: improve_budget_ops, which falls to a run
@@ -115,31 +129,28 @@ class VShape final : public ScheduleGenerator {
 
     const std::vector<StageCosts> stage_cost = stage_costs(v_placement(p), costs);
     const std::size_t ops = 6 * static_cast<std::size_t>(p) * static_cast<std::size_t>(m);
-    std::optional<VGreedyResult> greedy;
-    std::vector<Timed> blocks;
-    if (ops > kUnitCostOps) {
-      // The greedy makes a run or two here, one after the other on one core: the blocks,
-      // independent of it, beside it on another.
-      tbb::parallel_invoke([&] { greedy = v_greedy_search(p, m, stage_cost, limit); },
-                           [&] { blocks = v_blocks(p, m, stage_cost, limit, costs); });
-    } else {
-      greedy = v_greedy_search(p, m, stage_cost, limit);  // its runs use the cores
-    }
-    std::vector<Timed> candidates, turned;
+    // The greedy search and the other candidates do not depend on each other: they run side
+    // by side (the greedy's refinement uses the cores only a batch at a time, and at p = 32,
+    // m = 256 it is a single run). Where the greedy finds no bubble nothing is shorter: the
+    // others are called off (their own greedy search stops at its next run) and dropped.
+    std::vector<Timed> others, turned;
+    tbb::task_group beside;
+    beside.run([&] { others = other_candidates(p, m, stage_cost, limit, costs, turned); });
+    std::optional<VGreedyResult> greedy = v_greedy_search(p, m, stage_cost, limit);
+    if (greedy && greedy->no_bubble) beside.cancel();
+    beside.wait();
+    std::vector<Timed> candidates;
     if (greedy) candidates.emplace_back(std::move(greedy->schedule), greedy->max_span_ns);
     // The search's earlier bests: starts worth having where they are justified below.
     if (greedy && params.improve && kJustifyOps / ops >= 2 * ops) {
       for (auto& runner_up : greedy->runners_up)
         candidates.push_back(std::move(runner_up));
     }
-    if (!greedy || !greedy->no_bubble) {
-      if (ops <= kUnitCostOps) blocks = v_blocks(p, m, stage_cost, limit, costs);
-      for (Timed& block : blocks)
-        candidates.push_back(std::move(block));
-      std::optional<Timed> order;
-      if (ops <= kUnitCostOps) order = unit_cost_order(p, m, stage_cost, limit, costs);
-      if (order) candidates.push_back(std::move(*order));
-      if (ops <= kUnitCostOps) turned = turn_blocks(p, m, stage_cost, limit, costs);
+    if (greedy && greedy->no_bubble) {
+      turned.clear();
+    } else {
+      for (Timed& other : others)
+        candidates.push_back(std::move(other));
     }
     if (candidates.empty()) {
       throw InvalidArgument("schedule '" + std::string(name()) +

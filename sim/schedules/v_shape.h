@@ -22,13 +22,13 @@
 //        pipelines try thousands of runs; p = 32, m = 256 (49k ops a run) runs the greedy once or
 //        twice (a few ms). Where that pays for fewer than 4 runs and a pipeline of 6p
 //        microbatches pays for 16 within 200k ops (p up to 18), the choices are first searched
-//        on that smaller pipeline and its best run once at the full size. The best choices run again with an idle allowance per device (a
-//        device about to idle past it runs a pending W instead of waiting): 1, 1.2 or 1.5 times
-//        what it may idle and still end with the closed-form bound of the longest device (its
-//        work plus the warm-up it must wait for its first chunk-1 forward, filled with the
-//        chunk-0 forwards that fit); then further combinations, within a budget shrinking with
-//        the cube of the size (nothing more at p = 32, m = 256).
-//        For small pipelines (p * cap * 32 runs within 5M simulated ops, 25M below 1F1B's
+//        on that smaller pipeline and its best run once at the full size. The best choices run
+//        again with an idle allowance per device (a device about to idle past it runs a pending W
+//        instead of waiting): 1, 1.2 or 1.5 times what it may idle and still end with the
+//        closed-form bound of the longest device (its work plus the warm-up it must wait for its
+//        first chunk-1 forward, filled with the chunk-0 forwards that fit); then further
+//        combinations, within a budget shrinking with the cube of the size (nothing more at p = 32,
+//        m = 256). For small pipelines (p * cap * 32 runs within 5M simulated ops, 25M below 1F1B's
 //        memory, where per-device choices matter most) the choices are
 //        then refined per device by coordinate descent. Then single decisions of the best run
 //        are forced against the rules (a W instead of an F or B, an F or B instead of a W or of
@@ -42,21 +42,19 @@
 //        m >= 2p (the tests check p up to 16, and 32). The limit is never exceeded.
 //        `bubblesim validate` compares it with the zero-bubble authors' own scheduler.
 //        Unless the greedy reached zero bubble, repeated building blocks compete with it
-//        (the controllable-memory paper's construction): one microbatch's ops on a cycle of period
-//        T per device, each at the earliest time its input allows where the cycle is free, the
-//        block repeated every T, its memory checked in closed form (on the repeated order
-//        itself where ops of a device start together: passes that take no time). Laid out
-//        from the real costs
-//        (periods from the busiest device's work up to twice it, the shortest that fit timed by the
-//        engine: 3 within 60k simulated ops); past 30k ops the shortest that fits and, below
-//        1F1B's memory, the unit-cost blocks with waits of at most one step per chain that keep
-//        the shortest steady period under the real costs (the maximum cycle ratio of the
-//        repeated order), each estimated from a short run and its period, the better timed
-//        where it beats the greedy; and, for pipelines of at most 30k
-//        ops, with waits of 0-2 steps after the ops of each chain and at the V's top (the 729
-//        combinations over the forwards and backwards of each chunk, the W's and the turn from
-//        chunk 0 to chunk 1 on device p-1), of unit
-//        costs and of the real costs, within 1M simulated ops; the unit-cost ones also
+//        (computed beside its search; the controllable-memory paper's construction): one
+//        microbatch's ops on a cycle of period T per device, each at the earliest time its input
+//        allows where the cycle is free, the block repeated every T, its memory checked in closed
+//        form (on the repeated order itself where ops of a device start together: passes that take
+//        no time). Laid out from the real costs (periods from the busiest device's work up to twice
+//        it, the shortest that fit timed by the engine: 3 within 60k simulated ops); past 30k ops
+//        the shortest that fits and, below 1F1B's memory, the unit-cost blocks with waits of at
+//        most one step per chain that keep the shortest steady period under the real costs (the
+//        maximum cycle ratio of the repeated order), each estimated from a short run and its
+//        period, the better timed; and, for pipelines of at most 30k ops, with waits of 0-2 steps
+//        after the ops of each chain and at the V's top (the 729 combinations over the forwards and
+//        backwards of each chunk, the W's and the turn from chunk 0 to chunk 1 on device p-1), of
+//        unit costs and of the real costs, within 1M simulated ops; the unit-cost ones also
 //        squeezed at unit costs, as the paper does (rounds of justification under unit
 //        costs; the order is then timed with the real costs), within 2M simulated ops. The
 //        greedy's order at unit costs is one more candidate there. The same unit-cost blocks
@@ -74,8 +72,8 @@
 //        (improve_best_of in sim/schedules/improve.h) within improve_budget_ops, and from
 //        12,000 to 30,000 ops within 1.2e10 / ops simulated ops (v_improve_budget_ops).
 //        Complexity: the search's and the blocks' budgets bound the ops simulated (a few
-//        million); p = 32, m = 256 takes 6.6-7.2 ms on a 2-core EPYC VM, about twice that on
-//        a slower one (docs/benchmarks.md).
+//        million); p = 32, m = 256 takes 10-12 ms on a 2-core EPYC VM, the simulation of the
+//        result included (docs/benchmarks.md).
 //  v-half, v-min  The same search under (p+2)/2 M_B and floor((p+4)/3) M_B (the
 //        controllable-memory schedules: half and a third of 1F1B's memory), also trying caps
 //        around 3p/4 on the chunk-0 microbatches in flight, and caps that fall by 1/3, 1/2 or

@@ -274,6 +274,31 @@ TEST(ControllableMemory, TheGreedyGivesTheSameOnAnyNumberOfThreads) {
   }
 }
 
+// The whole generation (the greedy search beside the other candidates, then the justification,
+// the splices and the multi-start improver) gives the same schedule on 1 or 2 threads: uneven
+// costs with transfers, each of the three memory limits (V-Half's alone in the sanitizer build).
+TEST(ControllableMemory, TheGenerationGivesTheSameOnAnyNumberOfThreads) {
+  const int p = 3;
+  std::vector<DeviceCosts> devices;
+  for (int d = 0; d < p; ++d) {
+    devices.push_back(DeviceCosts{ms_to_ns(1.0 + 0.1 * d), ms_to_ns(1.2 - 0.05 * d),
+                                  ms_to_ns(0.6 + 0.03 * d), ms_to_ns(0.05), 1.0, 0.43});
+  }
+  const PerDeviceCostModel costs(devices, 2);
+#ifdef BUBBLESIM_SANITIZED
+  const std::vector<const char*> names = {"v-half"};  // ten times slower there
+#else
+  const std::vector<const char*> names = {"zb-v", "v-half", "v-min"};
+#endif
+  for (const char* name : names) {
+    auto on = [&](int threads) {
+      tbb::task_arena arena(threads);
+      return arena.execute([&] { return v_shape(name, p, p + 1, &costs); });
+    };
+    EXPECT_EQ(on(2), on(1)) << name;
+  }
+}
+
 // Phase 3 of the V search forces single decisions against the greedy's rules (v_greedy.cpp):
 // never worse than the search without it, shorter on memory-bound inputs with transfers (the
 // reference rows it turned: docs/validation.md), and each trial resumed from a copy of a run's
