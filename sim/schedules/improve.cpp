@@ -7,6 +7,7 @@
 #include <utility>
 
 #include <tbb/parallel_for.h>
+#include <tbb/task_group.h>
 
 #include "sim/device_events.h"
 #include "sim/engine.h"
@@ -504,10 +505,16 @@ ImproveResult improve_best_of(std::vector<Schedule> starts, const CostModel& cos
         starts.begin() + static_cast<std::ptrdiff_t>(i))
       distinct.push_back(i);
   }
+  // Isolated: a caller's cancelled task group cannot skip a search whose result is read below.
   std::vector<std::optional<ImproveResult>> tried(distinct.size());
-  tbb::parallel_for(std::size_t{0}, distinct.size(), [&](std::size_t k) {
-    tried[k] = improve_schedule(std::move(starts[distinct[k]]), costs, k == 0 ? limits : screen);
-  });
+  tbb::task_group_context own(tbb::task_group_context::isolated);
+  tbb::parallel_for(
+      std::size_t{0}, distinct.size(),
+      [&](std::size_t k) {
+        tried[k] =
+            improve_schedule(std::move(starts[distinct[k]]), costs, k == 0 ? limits : screen);
+      },
+      own);
   ImproveResult first = std::move(*tried.front());
   std::optional<ImproveResult> screened;
   for (std::size_t k = 1; k < tried.size(); ++k) {

@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 #include <tbb/task_arena.h>
+#include <tbb/task_group.h>
 
 #include <algorithm>
 #include <random>
@@ -236,6 +237,17 @@ TEST(Improve, BestOfStartsGivesTheSameOnAnyNumberOfThreads) {
       EXPECT_EQ(many.before_ns, one.before_ns) << "trial " << trial << ", " << threads;
       EXPECT_EQ(many.runs, one.runs) << "trial " << trial << ", " << threads;
     }
+    // Called from a task group that is being cancelled (an exception elsewhere in a sweep),
+    // its searches still all run: the same result, not one read from a skipped search.
+    tbb::task_group group;
+    std::optional<ImproveResult> cancelled;
+    group.run([&] {
+      group.cancel();
+      cancelled = improve_best_of(starts, costs, {limit, 400'000});
+    });
+    group.wait();
+    ASSERT_TRUE(cancelled.has_value()) << "trial " << trial;
+    EXPECT_EQ(cancelled->schedule, one.schedule) << "trial " << trial;
   }
 }
 

@@ -29,6 +29,24 @@ Schedule zb_v(int p, int m, const CostModel* costs = nullptr, double mem_limit =
   return v_shape("zb-v", p, m, costs, mem_limit);
 }
 
+// Uneven costs with transfers, two chunks a device: F rising and B falling with the device,
+// W from `w_ms` up; M_B = 1 and M_W = `m_w` per whole stage.
+PerDeviceCostModel uneven_costs(int p, double w_ms, double m_w) {
+  std::vector<DeviceCosts> devices;
+  for (int d = 0; d < p; ++d) {
+    devices.push_back(DeviceCosts{ms_to_ns(1.0 + 0.1 * d), ms_to_ns(1.2 - 0.05 * d),
+                                  ms_to_ns(w_ms + 0.03 * d), ms_to_ns(0.05), 1.0, m_w});
+  }
+  return PerDeviceCostModel(devices, 2);
+}
+
+// What `make` returns, run in a oneTBB arena of `threads` threads.
+template <class Make>
+auto on_threads(int threads, const Make& make) {
+  tbb::task_arena arena(threads);
+  return arena.execute(make);
+}
+
 PerDeviceCostModel unit(int p) {
   return PerDeviceCostModel::uniform(
       DeviceCosts{ms_to_ns(1), ms_to_ns(1), ms_to_ns(1), 0, 1.0, 0.5}, p, 2);
@@ -250,17 +268,11 @@ TEST(ControllableMemory, ALargePipelineTakesTheChoicesOfASmallerOne) {
 // improves many times and its budget ends it.
 TEST(ControllableMemory, TheGreedyGivesTheSameOnAnyNumberOfThreads) {
   const int p = 4;
-  std::vector<DeviceCosts> devices;
-  for (int d = 0; d < p; ++d) {
-    devices.push_back(DeviceCosts{ms_to_ns(1.0 + 0.1 * d), ms_to_ns(1.2 - 0.05 * d),
-                                  ms_to_ns(0.7 + 0.03 * d), ms_to_ns(0.05), 1.0, 0.5});
-  }
-  const PerDeviceCostModel costs(devices, 2);
+  const PerDeviceCostModel costs = uneven_costs(p, 0.7, 0.5);
   const std::vector<StageCosts> stages = stage_costs(v_placement(p), costs);
   const std::vector<double> limit(p, (p + 4) / 3);  // V-Min's, in whole-stage M_B
   auto on = [&](int threads) {
-    tbb::task_arena arena(threads);
-    return arena.execute([&] { return v_greedy_search(p, 3 * p, stages, limit); });
+    return on_threads(threads, [&] { return v_greedy_search(p, 3 * p, stages, limit); });
   };
   const std::optional<VGreedyResult> one = on(1);
   ASSERT_TRUE(one.has_value());
@@ -279,12 +291,7 @@ TEST(ControllableMemory, TheGreedyGivesTheSameOnAnyNumberOfThreads) {
 // costs with transfers, each of the three memory limits (V-Half's alone in the sanitizer build).
 TEST(ControllableMemory, TheGenerationGivesTheSameOnAnyNumberOfThreads) {
   const int p = 3;
-  std::vector<DeviceCosts> devices;
-  for (int d = 0; d < p; ++d) {
-    devices.push_back(DeviceCosts{ms_to_ns(1.0 + 0.1 * d), ms_to_ns(1.2 - 0.05 * d),
-                                  ms_to_ns(0.6 + 0.03 * d), ms_to_ns(0.05), 1.0, 0.43});
-  }
-  const PerDeviceCostModel costs(devices, 2);
+  const PerDeviceCostModel costs = uneven_costs(p, 0.6, 0.43);
 #ifdef BUBBLESIM_SANITIZED
   const std::vector<const char*> names = {"v-half"};  // ten times slower there
 #else
@@ -292,8 +299,7 @@ TEST(ControllableMemory, TheGenerationGivesTheSameOnAnyNumberOfThreads) {
 #endif
   for (const char* name : names) {
     auto on = [&](int threads) {
-      tbb::task_arena arena(threads);
-      return arena.execute([&] { return v_shape(name, p, p + 1, &costs); });
+      return on_threads(threads, [&] { return v_shape(name, p, p + 1, &costs); });
     };
     EXPECT_EQ(on(2), on(1)) << name;
   }
