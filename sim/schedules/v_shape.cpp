@@ -72,6 +72,15 @@ std::vector<StageCosts> halfway_costs(std::vector<StageCosts> costs) {
   return costs;
 }
 
+// Whether two tables give every op and transfer the same time.
+bool same_times(const std::vector<StageCosts>& a, const std::vector<StageCosts>& b) {
+  return std::equal(a.begin(), a.end(), b.begin(), b.end(),
+                    [](const StageCosts& x, const StageCosts& y) {
+                      return x.f_ns == y.f_ns && x.b_ns == y.b_ns && x.w_ns == y.w_ns &&
+                             x.f_out_ns == y.f_out_ns && x.b_out_ns == y.b_out_ns;
+                    });
+}
+
 // The candidates beside the greedy's: the building blocks (v_blocks.h) and, for pipelines of
 // at most kUnitCostOps ops, the unit-cost order; the blocks with waits at the turns, which
 // compete with the result apart from the others (generate), go to `turned`.
@@ -166,9 +175,11 @@ class VShape final : public ScheduleGenerator {
     std::optional<Timed> halfway;
     tbb::task_group beside;
     beside.run([&] { others = other_candidates(p, m, stage_cost, limit, costs, apart); });
-    if (ops <= kUnitCostOps) {
-      beside.run(
-          [&] { halfway = order_found_under(p, m, halfway_costs(stage_cost), limit, costs); });
+    // Where every op takes the same time and transfers are free, the halfway table is the
+    // real one and its search the greedy's own: it does not run.
+    const std::vector<StageCosts> halfway_table = halfway_costs(stage_cost);
+    if (ops <= kUnitCostOps && !same_times(halfway_table, stage_cost)) {
+      beside.run([&] { halfway = order_found_under(p, m, halfway_table, limit, costs); });
     }
     std::optional<VGreedyResult> greedy = v_greedy_search(p, m, stage_cost, limit);
     if (greedy && greedy->no_bubble) beside.cancel();
@@ -234,9 +245,9 @@ class VShape final : public ScheduleGenerator {
     // order as a further start turned the same reference rows but took others longer (V-Half
     // at p = 6, m = 11: 0.9891 -> 0.9930 of the authors' cost). Real-cost blocks with waits at
     // the turns turned no reference row.
-    std::optional<Timed> turn;
+    std::optional<Timed> best_apart;
     for (Timed& candidate : apart) {
-      if (!turn || candidate.second < turn->second) turn = std::move(candidate);
+      if (!best_apart || candidate.second < best_apart->second) best_apart = std::move(candidate);
     }
     Timed result;
     if (params.improve) {
@@ -251,7 +262,7 @@ class VShape final : public ScheduleGenerator {
     } else {
       result = std::move(candidates.front());
     }
-    if (turn && turn->second < result.second) return std::move(turn->first);
+    if (best_apart && best_apart->second < result.second) return std::move(best_apart->first);
     return std::move(result.first);
   }
 

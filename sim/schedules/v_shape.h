@@ -67,7 +67,8 @@
 //        costs halfway between the real ones and unit costs (each op's time halfway to the
 //        mean op time, transfers halved), timed with the real costs: an order that keeps the
 //        shape of the costs without chasing their every detail (zb-v and V-Min: one more
-//        reference row at or below the authors' each).
+//        reference row at or below the authors' each); not where every op takes the same time
+//        and transfers are free, where that search is the greedy's own.
 //        Every candidate is justified (sim/schedules/justify.h: packed right, then left within
 //        the limit); for
 //        pipelines of at most 30k ops the shortest is then spliced with each of the others
@@ -77,7 +78,7 @@
 //        (improve_best_of in sim/schedules/improve.h) within improve_budget_ops, and from
 //        12,000 to 30,000 ops within 1.2e10 / ops simulated ops (v_improve_budget_ops).
 //        Complexity: the search's and the blocks' budgets bound the ops simulated (a few
-//        million); p = 32, m = 256 takes 10-12 ms on a 2-core EPYC VM, the simulation of the
+//        million); p = 32, m = 256 takes 6-13 ms on 2-core EPYC VMs, the simulation of the
 //        result included (docs/benchmarks.md).
 //  v-half, v-min  The same search under (p+2)/2 M_B and floor((p+4)/3) M_B (the
 //        controllable-memory schedules: half and a third of 1F1B's memory), also trying caps
