@@ -141,8 +141,9 @@ app::ScenarioSettings run_settings(const analysis::MeasuredRuns& runs,
   return app::settings_from_study(m.configuration);
 }
 
+// `improve`: the schedule as `simulate` gives it (the improver on); else the generator's own.
 Prepared prepare(const analysis::MeasuredRuns& runs, const analysis::MeasuredRun& m,
-                 const sim::ScheduleRegistry& registry) {
+                 const sim::ScheduleRegistry& registry, bool improve) {
   Prepared r;
   r.line = m.line;
   const std::string schedule = m.configuration.find("schedule")->value;
@@ -154,6 +155,7 @@ Prepared prepare(const analysis::MeasuredRuns& runs, const analysis::MeasuredRun
     r.in = app::make_scenario(settings);
     const sim::ScheduleGenerator& generator = registry.get(schedule);
     r.params = params_for(r.in, generator, true);
+    r.params.improve = improve;
     r.label = fmt::format("{} p={} m={}{}", schedule, r.params.pp, r.params.microbatches,
                           r.params.chunks > 1 ? fmt::format(" v={}", r.params.chunks) : "");
     r.schedule = app::generate_schedule(generator, r.params, r.in);
@@ -198,7 +200,11 @@ int cmd_calibrate(const std::vector<std::string>& args, std::ostream& out, std::
      "fit: fit with async and with blocking transfers and keep the better; async or blocking: "
      "only that mode")
     ("per-kind", po::bool_switch(), "fit one overhead per pass kind (F, B, W) instead of one for all")
-    ("no-loo", po::bool_switch(), "skip the leave-one-out check (one fit per run)");
+    ("no-loo", po::bool_switch(), "skip the leave-one-out check (one fit per run)")
+    ("improve", po::bool_switch(),
+     "fit to bubblesim's improved schedules (as simulate runs them by default) instead of the "
+     "generators' own, which model the measured runs' published schedulers more closely; for "
+     "runs that executed schedules bubblesim wrote");
   // clang-format on
   po::variables_map vm;
   if (!parse_command(args, desc, vm, out,
@@ -226,7 +232,7 @@ int cmd_calibrate(const std::vector<std::string>& args, std::ostream& out, std::
   const sim::ScheduleRegistry registry = sim::builtin_schedules();
   std::vector<Prepared> prepared;
   for (const analysis::MeasuredRun& m : runs.runs)
-    prepared.push_back(prepare(runs, m, registry));
+    prepared.push_back(prepare(runs, m, registry, vm["improve"].as<bool>()));
 
   // The network engine times transfers by their bytes and has no blocking mode.
   std::string network_note;

@@ -90,6 +90,41 @@ TEST_F(Calibrate, RecoversKnownOverheadsAndP2pMode) {
   }
 }
 
+// The measured runs ran some real scheduler: calibrate fits to the generators' own schedules
+// (simulate --no-improve), and with --improve to the improved ones simulate runs by default.
+// Runs simulated each way with a known overhead are fitted exactly by the matching mode only
+// (the improver changes these V schedules' orders, so the other mode leaves an error).
+TEST_F(Calibrate, FitsTheGeneratorsOwnSchedulesUnlessAskedForTheImprovedOnes) {
+  for (const bool improved : {false, true}) {
+    std::string runs = "fixed: {p: 4, f: 2, b: 2.3, w: 1.2, comm: 0.15}\nruns:\n";
+    for (const auto& [schedule, m] : {std::pair{"zb-v", 6}, std::pair{"v-half", 8},
+                                      std::pair{"v-min", 6}, std::pair{"zb-2p", 8}}) {
+      std::vector<std::string> args = {
+          "-s",  schedule, "-p",  "4",      "-m",   std::to_string(m), "--f", "2", "--b",
+          "2.3", "--w",    "1.2", "--comm", "0.15", "--op-overhead",   "0.4"};
+      if (!improved) args.push_back("--no-improve");
+      runs += fmt::format("  - {{schedule: {}, m: {}, measured_iteration_ms: {}}}\n", schedule, m,
+                          simulated_ms(args));
+    }
+    const std::string file = write(improved ? "improved.yaml" : "raw.yaml", runs);
+    for (const bool fit_improved : {false, true}) {
+      const std::string cal = path("cal.yaml");
+      std::vector<std::string> args = {"calibrate", file,    "--out",   cal,
+                                       "--p2p",     "async", "--no-loo"};
+      if (fit_improved) args.push_back("--improve");
+      const Outcome o = run_cli(args);
+      ASSERT_EQ(o.status, 0) << o.err;
+      const analysis::Calibration c = analysis::load_calibration(cal);
+      if (fit_improved == improved) {
+        EXPECT_NEAR(sim::ns_to_ms(c.overheads.f_ns), 0.4, 0.004) << o.out;
+        EXPECT_LT(c.mape, 1e-4) << o.out;
+      } else {
+        EXPECT_GT(c.mape, 1e-3) << o.out;
+      }
+    }
+  }
+}
+
 // Per pass kind, and the efficiency of runs timed from a model's FLOPs.
 TEST_F(Calibrate, RecoversPerKindOverheadsAndEfficiency) {
   std::string runs = "runs:\n";
