@@ -26,7 +26,8 @@ constexpr double kMaxOverheadMs = 100;
 constexpr double kMinEfficiency = 0.01;
 
 // One run, read and its schedule generated once: a fit only re-simulates it. The schedule is
-// built from the pass times as given, as the real run's scheduler saw them.
+// built from the pass times as given, as the real run's scheduler saw them, and by default
+// without the improver (a real run ran a published scheduler; --improve for bubblesim's).
 struct Prepared {
   int line = 0;
   std::string label;  // "zb-2p p=8 m=24"
