@@ -17,7 +17,7 @@ namespace bubblesim::analysis {
 
 namespace {
 
-enum class Kind { kName, kCount, kTimes, kNumber, kLimit, kPath };
+enum class Kind { kName, kCount, kTimes, kNumber, kLimit, kPath, kSwitch };
 
 struct KeySpec {
   const char* name;
@@ -52,6 +52,7 @@ constexpr KeySpec kKeys[] = {
     {"op-overhead", Kind::kName},
     {"p2p", Kind::kName},
     {"calibration", Kind::kPath},
+    {"improve", Kind::kSwitch},
 };
 
 struct Reader {
@@ -100,6 +101,13 @@ struct Reader {
         const std::string s = scalar(node, key, "a name");
         if (s.empty()) fail(node, key, "expected a name, got an empty value");
         return s;
+      }
+      case Kind::kSwitch: {
+        // on / off (YAML's true / false too), kept as "on" or "off".
+        const std::string s = scalar(node, key, "on or off");
+        if (s == "on" || s == "true") return "on";
+        if (s == "off" || s == "false") return "off";
+        fail(node, key, "expected on or off, got '" + s + "'");
       }
       case Kind::kCount: {
         const std::string s = scalar(node, key, "an integer >= 1");

@@ -567,6 +567,7 @@ constexpr StudyKey kStudyKeys[] = {
      s.op_overhead = parse_op_overheads("op-overhead", v.value); }},
   {"p2p", [](ScenarioSettings& s, const StudySetting& v) { s.p2p = parse_p2p("p2p", v.value); }},
   {"calibration", [](ScenarioSettings& s, const StudySetting& v) { s.calibration = v.value; }},
+  {"improve", [](ScenarioSettings& s, const StudySetting& v) { s.no_improve = v.value == "off"; }},
 };
 // clang-format on
 

@@ -143,6 +143,7 @@ app::ScenarioSettings run_settings(const analysis::MeasuredRuns& runs,
 }
 
 // `improve`: the schedule as `simulate` gives it (the improver on); else the generator's own.
+// A run's own setting `improve` wins.
 Prepared prepare(const analysis::MeasuredRuns& runs, const analysis::MeasuredRun& m,
                  const sim::ScheduleRegistry& registry, bool improve) {
   Prepared r;
@@ -156,7 +157,7 @@ Prepared prepare(const analysis::MeasuredRuns& runs, const analysis::MeasuredRun
     r.in = app::make_scenario(settings);
     const sim::ScheduleGenerator& generator = registry.get(schedule);
     r.params = params_for(r.in, generator, true);
-    r.params.improve = improve;
+    if (m.configuration.find("improve") == nullptr) r.params.improve = improve;
     r.label = fmt::format("{} p={} m={}{}", schedule, r.params.pp, r.params.microbatches,
                           r.params.chunks > 1 ? fmt::format(" v={}", r.params.chunks) : "");
     r.schedule = app::generate_schedule(generator, r.params, r.in);
@@ -205,7 +206,7 @@ int cmd_calibrate(const std::vector<std::string>& args, std::ostream& out, std::
     ("improve", po::bool_switch(),
      "fit to bubblesim's improved schedules (as simulate runs them by default) instead of the "
      "generators' own, which model the measured runs' published schedulers more closely; for "
-     "runs that executed schedules bubblesim wrote");
+     "runs that executed schedules bubblesim wrote (a run's own setting 'improve' wins)");
   // clang-format on
   po::variables_map vm;
   if (!parse_command(args, desc, vm, out,

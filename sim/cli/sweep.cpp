@@ -177,6 +177,16 @@ std::vector<analysis::RunRecord> best_runs(const std::map<std::size_t, analysis:
   return records;
 }
 
+// An option that stands for a fixed setting of the study (--calibration, --no-improve): set
+// unless the study fixes it itself; a configuration or axis that names it overrides it.
+void set_unless_fixed(analysis::Study& study, const std::string& key, const std::string& value) {
+  const std::vector<std::string>& keys = analysis::study_keys();
+  const auto index =
+      static_cast<std::size_t>(std::find(keys.begin(), keys.end(), key) - keys.begin());
+  BUBBLESIM_CHECK(index < keys.size(), "'" + key + "' is a study key");
+  study.fixed.try_emplace(index, analysis::StudySetting{key, value, 0});
+}
+
 // --shard K/N: the configurations whose index is K-1 modulo N (interleaved, so that every
 // shard gets a fair share of each axis's costly end). n = 0: the whole study.
 struct Shard {
@@ -296,6 +306,9 @@ std::optional<SweepSetup> prepare_sweep(const std::vector<std::string>& args, st
     ("calibration", po::value<std::string>(),
      "CAL.yaml from 'bubblesim calibrate', applied to every configuration that does not name "
      "its own (a setting 'calibration')")
+    ("no-improve", po::bool_switch(),
+     "the generators' schedules without the schedule improver (zb-auto and the V schedules), "
+     "for every configuration that does not name its own (a setting 'improve: on')")
     ("progress", po::value<std::string>()->default_value("auto"),
      "on standard error: bar (redrawn), lines (one every 5 s), none; auto: bar on a terminal, "
      "else lines");
@@ -340,13 +353,9 @@ std::optional<SweepSetup> prepare_sweep(const std::vector<std::string>& args, st
     const std::string cal = vm["calibration"].as<std::string>();
     (void)analysis::load_calibration(cal);  // checked before anything runs
     const std::string absolute = std::filesystem::absolute(cal).lexically_normal().string();
-    // As a fixed setting: a configuration or axis that names its own calibration overrides it.
-    const std::vector<std::string>& keys = analysis::study_keys();
-    const auto key =
-        static_cast<std::size_t>(std::find(keys.begin(), keys.end(), "calibration") - keys.begin());
-    BUBBLESIM_CHECK(key < keys.size(), "'calibration' is a study key");
-    setup.study.fixed.try_emplace(key, analysis::StudySetting{"calibration", absolute, 0});
+    set_unless_fixed(setup.study, "calibration", absolute);
   }
+  if (vm["no-improve"].as<bool>()) set_unless_fixed(setup.study, "improve", "off");
   for (const analysis::StudySetting& s : setup.study.values_of("schedule")) {
     try {
       registry.get(s.value);

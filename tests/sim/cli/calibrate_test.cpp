@@ -107,6 +107,14 @@ TEST_F(Calibrate, FitsTheGeneratorsOwnSchedulesUnlessAskedForTheImprovedOnes) {
                           simulated_ms(args));
     }
     const std::string file = write(improved ? "improved.yaml" : "raw.yaml", runs);
+    // A run's own setting wins over the option: the improved runs marked as such fit exactly.
+    if (improved) {
+      const std::string marked =
+          write("marked.yaml", "fixed: {p: 4, f: 2, b: 2.3, w: 1.2, comm: 0.15, improve: 'on'}\n" +
+                                   runs.substr(runs.find('\n') + 1));
+      ASSERT_EQ(run_cli({"calibrate", marked, "--out", path("cal.yaml"), "--no-loo"}).status, 0);
+      EXPECT_LT(analysis::load_calibration(path("cal.yaml")).mape, 1e-4);
+    }
     for (const bool fit_improved : {false, true}) {
       const std::string cal = path("cal.yaml");
       std::vector<std::string> args = {"calibrate", file,    "--out",   cal,

@@ -251,6 +251,40 @@ TEST_F(SweepTest, ClusterAxisRunsEachClusterAsSimulateWould) {
   EXPECT_EQ(rows[1].samples_per_gpu_per_s, 0);  // no model: no samples
 }
 
+// `improve: off` (or --no-improve for every configuration that does not name it) runs the
+// generators' own schedules, as simulate --no-improve does; `on` is the default.
+TEST_F(SweepTest, ImproveOffRunsAsSimulateNoImproveWould) {
+  const std::string fixed = "fixed: {p: 4, m: 6, f: 2, b: 2.3, w: 1.2, comm: 0.15}\n";
+  const std::string study =
+      write("study.yaml", fixed + "axes:\n  schedule: [zb-v, v-min]\n  improve: ['on', 'off']\n");
+  const std::string out = path("out.h5");
+  const Outcome r = run_cli({"sweep", study, "--out", out, "--progress", "none"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto rows = analysis::ResultsReader(out).read_sweep_table();
+  ASSERT_EQ(rows.size(), 4u);
+  for (const analysis::SweepRow& row : rows) {
+    std::vector<std::string> args = {"simulate", "-s",     row.schedule, "-p",    "4",   "-m",
+                                     "6",        "--f",    "2",          "--b",   "2.3", "--w",
+                                     "1.2",      "--comm", "0.15",       "--json"};
+    if (row.key.find("improve=off") != std::string::npos) args.emplace_back("--no-improve");
+    const Outcome one = run_cli(args);
+    ASSERT_EQ(one.status, 0) << one.err;
+    EXPECT_EQ(row.iteration_time_ms, parse_json(one.out)["iteration_time_ms"].GetDouble())
+        << row.key;
+  }
+  // The improver changes these schedules: the two settings give different rows.
+  EXPECT_NE(rows[0].iteration_time_ms, rows[1].iteration_time_ms);
+  // --no-improve: a study that does not name the setting runs without the improver.
+  const std::string plain = write("plain.yaml", fixed + "axes:\n  schedule: [zb-v, v-min]\n");
+  const std::string out2 = path("out2.h5");
+  ASSERT_EQ(run_cli({"sweep", plain, "--out", out2, "--progress", "none", "--no-improve"}).status,
+            0);
+  const auto without = analysis::ResultsReader(out2).read_sweep_table();
+  ASSERT_EQ(without.size(), 2u);
+  EXPECT_EQ(without[0].iteration_time_ms, rows[1].iteration_time_ms);  // zb-v, off
+  EXPECT_EQ(without[1].iteration_time_ms, rows[3].iteration_time_ms);  // v-min, off
+}
+
 // A profile (bubblesim import --out) is a setting like any other: each row runs as simulate
 // --profile would.
 TEST_F(SweepTest, ProfileAxisRunsAsSimulateProfileWould) {
@@ -336,6 +370,8 @@ TEST_F(SweepTest, BadStudiesNameFileLineAndKeyAndWriteNothing) {
       {"axes:\n  p: [2, 4]\n", "key 'schedule': every configuration needs one"},
       {"fixed:\n  schedule: 1f1b\n  model: missing.yaml\n", "study.yaml:3: key 'model': no such"},
       {"sweeps: 3\n", "study.yaml:1: key 'sweeps': unknown section"},
+      {"fixed:\n  schedule: zb-v\n  improve: maybe\n",
+       "study.yaml:3: key 'improve': expected on or off, got 'maybe'"},
   };
   for (const BadStudy& c : cases) {
     const std::string study = write("study.yaml", c.text);
