@@ -21,6 +21,8 @@ struct StageCosts {
   TimeNs b_out_ns = 0;  // from the end of B until the previous stage's B has its input
   double f_delta = 0, b_delta = 0, w_delta = 0;  // activation memory
 
+  bool operator==(const StageCosts&) const = default;
+
   TimeNs duration_ns(OpKind kind) const {
     return kind == OpKind::F ? f_ns : kind == OpKind::B ? b_ns : w_ns;
   }

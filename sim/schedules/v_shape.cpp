@@ -72,15 +72,6 @@ std::vector<StageCosts> halfway_costs(std::vector<StageCosts> costs) {
   return costs;
 }
 
-// Whether two tables give every op and transfer the same time.
-bool same_times(const std::vector<StageCosts>& a, const std::vector<StageCosts>& b) {
-  return std::equal(a.begin(), a.end(), b.begin(), b.end(),
-                    [](const StageCosts& x, const StageCosts& y) {
-                      return x.f_ns == y.f_ns && x.b_ns == y.b_ns && x.w_ns == y.w_ns &&
-                             x.f_out_ns == y.f_out_ns && x.b_out_ns == y.b_out_ns;
-                    });
-}
-
 // The candidates beside the greedy's: the building blocks (v_blocks.h) and, for pipelines of
 // at most kUnitCostOps ops, the unit-cost order; the blocks with waits at the turns, which
 // compete with the result apart from the others (generate), go to `turned`.
@@ -178,7 +169,7 @@ class VShape final : public ScheduleGenerator {
     // Where every op takes the same time and transfers are free, the halfway table is the
     // real one and its search the greedy's own: it does not run.
     const std::vector<StageCosts> halfway_table = halfway_costs(stage_cost);
-    if (ops <= kUnitCostOps && !same_times(halfway_table, stage_cost)) {
+    if (ops <= kUnitCostOps && halfway_table != stage_cost) {
       beside.run([&] { halfway = order_found_under(p, m, halfway_table, limit, costs); });
     }
     std::optional<VGreedyResult> greedy = v_greedy_search(p, m, stage_cost, limit);
