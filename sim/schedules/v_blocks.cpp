@@ -167,20 +167,16 @@ class VBlock {
             {ops[k], ops[(k + 1) % ops.size()], duration(ops[k]), k + 1 == ops.size() ? 1 : 0});
       }
     }
-    // block_ holds the forwards up the V, the backwards down it, then the W's down it.
     const std::size_t stages = 2 * static_cast<std::size_t>(p_);
-    auto f = [&](std::size_t s) { return s; };
-    auto b = [&](std::size_t s) { return stages + (stages - 1 - s); };
-    auto w = [&](std::size_t s) { return 2 * stages + (stages - 1 - s); };
     auto input = [&](std::size_t from, std::size_t to, TimeNs transfer_ns) {
       out.push_back({from, to, duration(from) + transfer_ns,
                      block_[to].second / period_ns_ - block_[from].second / period_ns_});
     };
-    for (std::size_t s = 0; s < stages; ++s) {
+    for (std::size_t s = 0; s < stages; ++s) {  // stage s's forward is block_[s]
       const StageCosts& c = real[s];
-      input(f(s), s + 1 < stages ? f(s + 1) : b(s), c.f_out_ns);
-      if (s > 0) input(b(s), b(s - 1), c.b_out_ns);
-      input(b(s), w(s), 0);
+      input(s, s + 1 < stages ? s + 1 : b_index(s), c.f_out_ns);
+      if (s > 0) input(b_index(s), b_index(s - 1), c.b_out_ns);
+      input(b_index(s), w_index(s), 0);
     }
     return out;
   }
@@ -245,6 +241,70 @@ class VBlock {
     return false;
   }
 
+  // The controllable-memory paper's squeezing of a block of unit costs (every op one step,
+  // free transfers; nothing otherwise), as a list schedule: the ops of the block repeated m
+  // times, in the order of their start there, each placed at the earliest step at or after its
+  // input where its device is free and, for a forward, where the device stays within `limit`
+  // until its W's start in the repetition (where it is known to end at the latest: no op starts
+  // later than it did there). Ops of later microbatches fill the idle steps of the warm-up and
+  // the cool-down, passing ops that still wait, where the memory allows; the repetition
+  // itself must be within `limit` (within()). With a wait at the V's top it reaches the
+  // authors' unit-cost spans where p is a multiple of 3 (6m + 4p - 7), where squeezing by
+  // justification stays a step above (docs/validation.md).
+  std::optional<Schedule> backfilled(int m, const std::vector<double>& limit) const {
+    const std::optional<TimeNs> step = unit_step();
+    if (!step) return std::nullopt;
+    const auto mbs = static_cast<std::size_t>(m);
+    const std::vector<Start> starts = repetition_starts(m, *step);
+    const auto steps = static_cast<std::size_t>(starts.back().step + 1);
+    std::vector<std::vector<char>> busy(static_cast<std::size_t>(p_), std::vector<char>(steps));
+    // Per device and step, what the ops placed so far hold: a forward until its W's start in
+    // the repetition (its B's and W's deltas from theirs: the three sum to zero), a B or W
+    // placed sooner its delta over the steps it gained.
+    std::vector<std::vector<double>> held(static_cast<std::size_t>(p_), std::vector<double>(steps));
+    std::vector<TimeNs> end(block_.size() * mbs, 0);  // op i of microbatch k at i * m + k
+    std::vector<std::vector<std::pair<TimeNs, Op>>> placed(static_cast<std::size_t>(p_));
+    for (const Start& start : starts) {
+      const Op& op = block_[start.op].first;
+      const StageCosts& c = costs_[static_cast<std::size_t>(op.stage)];
+      const auto d = static_cast<std::size_t>(v_device(op.stage));
+      const auto s = static_cast<std::size_t>(op.stage);
+      const TimeNs b_at = repeated_step(b_index(s), start.mb, *step);
+      const TimeNs w_at = repeated_step(w_index(s), start.mb, *step);
+      auto holds = [&](TimeNs t) { return t < b_at ? c.f_delta : c.f_delta + c.b_delta; };
+      auto fits_from = [&](TimeNs from) {
+        for (TimeNs t = from; t < w_at; ++t) {
+          if (held[d][static_cast<std::size_t>(t)] + holds(t) > limit[d] + 1e-9) return false;
+        }
+        return true;
+      };
+      const std::optional<std::size_t> input = input_index(start.op);
+      TimeNs x = input ? end[*input * mbs + start.mb] : 0;
+      while (x <= start.step &&
+             (busy[d][static_cast<std::size_t>(x)] || (op.kind == OpKind::F && !fits_from(x))))
+        ++x;
+      if (x > start.step) return std::nullopt;  // the repetition was not within the limit
+      busy[d][static_cast<std::size_t>(x)] = 1;
+      end[start.op * mbs + start.mb] = x + 1;
+      for (TimeNs t = x; t < (op.kind == OpKind::F ? w_at : start.step); ++t)
+        held[d][static_cast<std::size_t>(t)] += op.kind == OpKind::F ? holds(t) : c.delta(op.kind);
+      Op placed_op = op;
+      placed_op.microbatch = static_cast<std::int32_t>(start.mb);
+      placed[d].emplace_back(x, placed_op);
+    }
+    Schedule schedule;
+    schedule.num_microbatches = m;
+    schedule.stage_device = v_placement(p_);
+    for (auto& ops : placed) {
+      std::sort(ops.begin(), ops.end(),
+                [](const auto& a, const auto& b) { return a.first < b.first; });
+      auto& order = schedule.device_ops.emplace_back();
+      for (const auto& [at, op] : ops)
+        order.push_back(op);
+    }
+    return schedule;
+  }
+
   // Whether the block repeated m times keeps every device within its limit.
   bool within(int m, const std::vector<double>& limit) const {
     TimeNs first = kNever, last = 0;
@@ -283,6 +343,62 @@ class VBlock {
  private:
   // Device d of stage s.
   int v_device(int stage) const { return std::min(stage, 2 * p_ - 1 - stage); }
+
+  // The time every op of the last layout takes, where they all take the same, transfers are
+  // free and the period is a whole number of them (a block of unit costs); nothing otherwise.
+  std::optional<TimeNs> unit_step() const {
+    const TimeNs step = costs_.front().f_ns;
+    for (const StageCosts& c : costs_) {
+      if (c.f_ns != step || c.b_ns != step || c.w_ns != step || c.f_out_ns != 0 || c.b_out_ns != 0)
+        return std::nullopt;
+    }
+    if (step <= 0 || period_ns_ % step != 0) return std::nullopt;
+    return step;
+  }
+
+  // When op i of block_ starts in the repetition for microbatch k, in steps of `step_ns`.
+  TimeNs repeated_step(std::size_t i, std::size_t k, TimeNs step_ns) const {
+    return (block_[i].second + static_cast<TimeNs>(k) * period_ns_) / step_ns;
+  }
+
+  // Every op of the block repeated m times, in the order of their starts (in steps of
+  // `step_ns`), ties in block_'s order.
+  struct Start {
+    TimeNs step;
+    std::size_t op, mb;
+  };
+  std::vector<Start> repetition_starts(int m, TimeNs step_ns) const {
+    std::vector<Start> out;
+    out.reserve(block_.size() * static_cast<std::size_t>(m));
+    for (std::size_t k = 0; k < static_cast<std::size_t>(m); ++k) {
+      for (std::size_t i = 0; i < block_.size(); ++i)
+        out.push_back({repeated_step(i, k, step_ns), i, k});
+    }
+    std::sort(out.begin(), out.end(), [](const Start& a, const Start& b) {
+      return a.step != b.step ? a.step < b.step : a.op < b.op;
+    });
+    return out;
+  }
+
+  // Where block_ holds the input of its op i (the op before it in the microbatch's chain:
+  // the previous stage's F, the F of the last stage for its B, the next stage's B, its own B
+  // for a W); nothing for stage 0's F.
+  std::optional<std::size_t> input_index(std::size_t i) const {
+    const Op& op = block_[i].first;
+    const auto s = static_cast<std::size_t>(op.stage);
+    const std::size_t stages = 2 * static_cast<std::size_t>(p_);
+    if (op.kind == OpKind::F) return s == 0 ? std::nullopt : std::optional(s - 1);
+    if (op.kind == OpKind::W) return b_index(s);
+    return s + 1 == stages ? std::optional(s) : std::optional(b_index(s + 1));
+  }
+
+  // Where block_ holds stage s's B and W: it holds the forwards up the V (stage s at s), the
+  // backwards down it, then the W's down it.
+  std::size_t b_index(std::size_t s) const {
+    const std::size_t stages = 2 * static_cast<std::size_t>(p_);
+    return stages + (stages - 1 - s);
+  }
+  std::size_t w_index(std::size_t s) const { return b_index(s) + 2 * static_cast<std::size_t>(p_); }
 
   // Per device, the indices in block_ of its ops (of the last layout).
   const std::vector<std::vector<std::size_t>>& device_ops() const { return by_device_; }
@@ -342,6 +458,12 @@ constexpr std::ptrdiff_t kKeptPerKind = 5;
 // Ops the engine may simulate timing blocks with waits (v_blocks): 250 blocks at 4,000 ops,
 // 40 at 25,000.
 constexpr std::size_t kGapOps = 1'000'000;
+// The same for the backfilled orders of unit-cost blocks (backfilled_blocks), one engine run
+// per order, and at most kBackfillRuns of them: V-Min's rows of the reference sets take 2-11
+// (p = 16-24); zb-v's layouts (more fit its memory) took 52 at p = 32, m = 100 within
+// kBackfillOps alone, 0.3 s more of its generation. The cap changed no reference row.
+constexpr std::size_t kBackfillOps = 1'000'000;
+constexpr std::size_t kBackfillRuns = 16;
 // The time of one op in the blocks of unit costs.
 constexpr TimeNs kUnitNs = 1000;
 
@@ -621,9 +743,18 @@ std::vector<Timed> v_blocks(int p, int m, const std::vector<StageCosts>& costs,
   return out;
 }
 
+// The waits of turn_blocks' layouts: chain_gaps(g) with, for turn t, t % 3 steps at the V's
+// bottom and t / 3 at its top on the way down (turn 0: v_blocks' unit-cost layouts).
+constexpr int kTurns = 3 * 3;  // the bottom's wait varying fastest, then the top's
+VBlock::Gaps turn_gaps(int turn, int g) {
+  VBlock::Gaps gaps = chain_gaps(g, kUnitNs);
+  gaps.bottom_ns = turn % kGapSteps * kUnitNs;
+  gaps.b_turn_ns = turn / kGapSteps * kUnitNs;
+  return gaps;
+}
+
 std::vector<Timed> turn_blocks(int p, int m, const std::vector<StageCosts>& costs,
                                const std::vector<double>& limit, const CostModel& model) {
-  constexpr int kTurns = 3 * 3;  // the bottom's wait varying fastest, then the top's
   const std::vector<StageCosts> unit_table = unit_costs(costs);  // unit_block keeps a reference
   VBlock unit_block(p, unit_table);
   Shortest laid(kKeptPerKind);
@@ -631,15 +762,41 @@ std::vector<Timed> turn_blocks(int p, int m, const std::vector<StageCosts>& cost
   const std::size_t ops = static_cast<std::size_t>(6 * p) * static_cast<std::size_t>(m);
   for (int turn = 1; turn < kTurns; ++turn) {
     for (int g = 0; g < kGapCombinations && spent + ops <= kGapOps && !called_off(); ++g) {
-      VBlock::Gaps gaps = chain_gaps(g, kUnitNs);
-      gaps.bottom_ns = turn % kGapSteps * kUnitNs;
-      gaps.b_turn_ns = turn / kGapSteps * kUnitNs;
-      if (unit_block.lay_out(unit_block.min_period_ns(), gaps))
+      if (unit_block.lay_out(unit_block.min_period_ns(), turn_gaps(turn, g)))
         time_block(unit_block, m, limit, model, laid, spent);
     }
   }
   std::vector<Timed> out;
   laid.move_to(out);
+  return out;
+}
+
+std::vector<Timed> backfilled_blocks(int p, int m, const std::vector<StageCosts>& costs,
+                                     const std::vector<double>& limit, const CostModel& model) {
+  const std::vector<StageCosts> unit_table = unit_costs(costs);  // unit_block keeps a reference
+  VBlock unit_block(p, unit_table);
+  Shortest best(kKeptPerKind);
+  std::vector<std::vector<std::size_t>> seen;  // the order signatures backfilled
+  std::size_t spent = 0;
+  const std::size_t ops = static_cast<std::size_t>(6 * p) * static_cast<std::size_t>(m);
+  const std::size_t budget = std::min(kBackfillOps, kBackfillRuns * ops);
+  for (int turn = 0; turn < kTurns; ++turn) {
+    for (int g = 0; g < kGapCombinations && spent + ops <= budget && !called_off(); ++g) {
+      if (!unit_block.lay_out(unit_block.min_period_ns(), turn_gaps(turn, g)) ||
+          !unit_block.within(m, limit))
+        continue;
+      std::vector<std::size_t> signature = unit_block.order_signature();
+      if (std::find(seen.begin(), seen.end(), signature) != seen.end()) continue;
+      seen.push_back(std::move(signature));
+      std::optional<Schedule> schedule = unit_block.backfilled(m, limit);
+      if (!schedule) continue;
+      spent += ops;
+      const TimeNs span = Engine(*schedule, model).run().max_span_ns();
+      best.offer(std::move(*schedule), span);
+    }
+  }
+  std::vector<Timed> out;
+  best.move_to(out);
   return out;
 }
 

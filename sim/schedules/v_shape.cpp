@@ -83,6 +83,8 @@ std::vector<Timed> other_candidates(int p, int m, const std::vector<StageCosts>&
   if (std::optional<Timed> order = unit_cost_order(p, m, stage_cost, limit, costs))
     out.push_back(std::move(*order));
   turned = turn_blocks(p, m, stage_cost, limit, costs);
+  for (Timed& backfilled : backfilled_blocks(p, m, stage_cost, limit, costs))
+    turned.push_back(std::move(backfilled));
   return out;
 }
 

@@ -63,6 +63,10 @@
 //        device's forward of one chunk and backward of the other fall on the same step without
 //        it), within the same budget again, justified, replace the result where one is shorter
 //        as it is (zb-v: 2 more reference rows at or below the authors', up to 1.2% shorter).
+//        So do those layouts and the chains' ones squeezed as a list schedule (v_blocks.h,
+//        backfilled_blocks: the repetition's ops in the order of their start, each as early as
+//        its input, its device and the memory allow, at unit costs): the authors' V-Min and
+//        its unit-cost spans where p is a multiple of 3 (6m + 4p - 7).
 //        So does, for pipelines of at most 30k ops, the order the same search finds under
 //        costs halfway between the real ones and unit costs (each op's time halfway to the
 //        mean op time, transfers halved), timed with the real costs: an order that keeps the
