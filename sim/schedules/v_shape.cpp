@@ -286,15 +286,19 @@ class VShape final : public ScheduleGenerator {
   std::vector<double> limits(const ScheduleParams& params, const CostModel& costs) const {
     std::vector<double> limit;
     for (int d = 0; d < params.pp; ++d) {
-      const double m_b = 2 * costs.activation_delta(Op{OpKind::F, d, 0, 0}, d);
+      const double f = costs.activation_delta(Op{OpKind::F, d, 0, 0}, d);
+      const double b = costs.activation_delta(Op{OpKind::B, d, 0, 0}, d);
+      const double m_b = 2 * f;
       const double l =
           params.mem_limit > 0 ? params.mem_limit : kind_.default_limit(params.pp) * m_b;
-      if (l + 1e-9 < m_b) {
-        throw SettingError("mem-limit", "schedule '" + std::string(name()) +
-                                            "': " + format_number(l) +
-                                            " is below what one microbatch needs on a device, "
-                                            "M_B = " +
-                                            format_number(m_b));
+      // One microbatch holds both chunks' forwards, then, where a B allocates (M_W > M_B),
+      // one B's more before a W frees anything.
+      const double need = std::max(m_b, m_b + b);
+      if (l + 1e-9 < need) {
+        throw SettingError("mem-limit",
+                           "schedule '" + std::string(name()) + "': " + format_number(l) +
+                               " is below what one microbatch needs on a device, " +
+                               format_number(need) + " (M_B = " + format_number(m_b) + ")");
       }
       limit.push_back(l);
     }

@@ -457,6 +457,10 @@ TEST(Cli, BadInputGetsOneLineAndStatusTwo) {
        "valid values are: gpipe, 1f1b, zb-h1, zb-h2, zb-1p, zb-2p, zb-auto, 1f1b-i, zb-v, v-half, "
        "v-min, dualpipe, dualpipe-v"},
       {{"simulate", "-s", "zb-v", "--mem-limit", "0.25"}, "below what one microbatch needs"},
+      // Where a B allocates (M_W > M_B): both chunks' forwards and one B, (M_B + M_W) / 2.
+      {{"simulate", "-s", "v-min", "--m-w", "3", "--mem-limit", "1.5"},
+       "option --mem-limit: schedule 'v-min': 1.5 is below what one microbatch needs on a device, "
+       "2 (M_B = 1)"},
       {{"simulate", "-s", "zb-v", "--mem-limit", "-1"}, "option --mem-limit"},
       {{"simulate", "-s", "zb-auto", "--mem-limit", "0.5"},
        "schedule 'zb-auto': memory limit 0.5 on device 0 is below what one microbatch needs "
