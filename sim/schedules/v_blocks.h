@@ -75,8 +75,8 @@ std::vector<SpanRanked> turn_blocks(int p, int m, const std::vector<StageCosts>&
 // The unit-cost layouts of v_blocks (2.) and of turn_blocks that fit, each order once, squeezed
 // as the controllable-memory paper does (VBlock::backfilled in v_blocks.cpp: the repeated
 // block's ops in the order of their start, each as early as its input, its device and the
-// memory allow, at unit costs) and timed with `model`, within kBackfillOps simulated ops: the
-// kKeptPerKind shortest, shortest first. Only for pipelines of at most kUnitCostOps ops. They
+// memory allow, at unit costs) and timed with `model`, at most kBackfillRuns of them within
+// kBackfillOps simulated ops: the kKeptPerKind shortest, shortest first. Only for pipelines of at most kUnitCostOps ops. They
 // reach the authors' V-Min at unit costs where p is a multiple of 3 (6m + 4p - 7, with a wait
 // at the V's top), which the squeezing of v_blocks (3.) misses by a step, and on the realistic
 // V-Min rows of the reference set the authors' cost or less (docs/validation.md).
