@@ -33,6 +33,11 @@ struct Choices {
   bool commit = false;     // a chunk-1 F or B whose input is known goes first, however late
   bool tight_w = false;    // a pending W goes first while the memory has room for less than
                            // two more F (it frees memory that the next F's will need)
+  // After the device's first B, chunk1_forward_first turned round: the warm-up's preference
+  // between two ready F is not the steady state's. With it, zb-v's worst reference row (p = 12,
+  // m = 44, F 851 per chunk) got the authors' cost exactly (199,586, against 202,545), and
+  // 70 -> 73 zb-v rows at or below theirs (docs/validation.md).
+  bool flip_forwards_after_first_b = false;
   // With w_only_in_long_gaps: 1 fills only gaps a W fits in whole; 1/2 also those where the
   // idle it fills outweighs the delay it causes (at p = 32, m = 117 a device waiting 859
   // units for a chunk-1 forward beside 891-unit W's idled through the steady state).
@@ -44,9 +49,9 @@ struct Choices {
   static constexpr double kNoAllowance = 1e300;
 
   static constexpr int kNoCap = 1 << 30;
-  // The five yes/no choices from the bits of `bits` (0 is the defaults above).
-  static constexpr int kCombinations = 1024;
-  // The first five bits: the choices phase 2 varies per device (the later three are kept).
+  // The eleven yes/no choices from the bits of `bits` (0 is the defaults above).
+  static constexpr int kCombinations = 2048;
+  // The first five bits: the choices phase 2 varies per device (the later ones are kept).
   static constexpr int kDeviceCombinations = 32;
   static constexpr int kWOnlyInLongGapsBit = 16;
   Choices with_rules_of(const Choices& other) const {
@@ -56,6 +61,7 @@ struct Choices {
     out.feed = other.feed;
     out.commit = other.commit;
     out.tight_w = other.tight_w;
+    out.flip_forwards_after_first_b = other.flip_forwards_after_first_b;
     out.idle_allowance_ns = other.idle_allowance_ns;
     out.w_gap_share = other.w_gap_share;
     return out;
@@ -71,7 +77,8 @@ struct Choices {
                    (bits & 64) != 0,
                    (bits & 128) != 0,
                    (bits & 256) != 0,
-                   (bits & 512) != 0};
+                   (bits & 512) != 0,
+                   (bits & 1024) != 0};
   }
   friend bool operator==(const Choices&, const Choices&) = default;
 };
@@ -281,9 +288,11 @@ class VGreedy {
       fh = kNever;
       memory_bound = true;
     }
-    bool f_high = choices.chunk1_forward_first ? fh <= fl && fh != kNever : fh < fl;
+    const bool chunk1_first =
+        choices.chunk1_forward_first != (choices.flip_forwards_after_first_b && seen_b_[i] != 0);
+    bool f_high = chunk1_first ? fh <= fl && fh != kNever : fh < fl;
     if (choices.lookahead && fh != kNever && fl != kNever) {
-      f_high = choices.chunk1_forward_first ? fh < fl + kl.f_ns : !(fl < fh + kh.f_ns);
+      f_high = chunk1_first ? fh < fl + kl.f_ns : !(fl < fh + kh.f_ns);
     }
     if (choices.commit && fh != kNever) f_high = true;
     Pick f = f_high ? Pick{fh, OpKind::F, high} : Pick{fl, OpKind::F, low};

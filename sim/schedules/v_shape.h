@@ -8,13 +8,15 @@
 //        would delay a known B where the device that B feeds holds pending W's worth less than 4
 //        times the delay, which it would pass on down the chain), else waits for the earliest
 //        input. Yes/no choices shape the rules: F before B when both are ready; which chunk's F and
-//        which stage's B go first; keep room for a chunk-1 F; a W only in a gap it fits (whole, or
-//        half of it: where the idle it fills outweighs the delay it causes; both are tried); F and
-//        B taking turns after the first B; lookahead (wait for the preferred op when its input
-//        arrives before the other op would end: transfer time decides the choice between chunks and
-//        between F and B); feeding (between a startable F and B, the one whose next device is free
-//        first). A cap on the chunk-0 microbatches in flight (what fits less two, falling to about
-//        half of it at the V's top: by one per device at 1F1B's memory; none; 7/8 of what fits; p;
+//        which stage's B go first, and whether the F's preference turns round after the device's
+//        first B (the warm-up's is not the steady state's); keep room for a chunk-1 F; a W only in
+//        a gap it fits (whole, or half of it: where the idle it fills outweighs the delay it
+//        causes; both are tried); F and B taking turns after the first B; lookahead (wait for the
+//        preferred op when its input arrives before the other op would end: transfer time decides
+//        the choice between chunks and between F and B); feeding (between a startable F and B, the
+//        one whose next device is free first). A cap on the chunk-0 microbatches in flight (what
+//        fits less two, falling to about half of it at the V's top: by one per device at 1F1B's
+//        memory; none; 7/8 of what fits; p;
 //        ...) keeps room for the chunk-1 forwards that arrive before the first B returns. The
 //        search runs combinations nearest the one that wins
 //        most often first, and keeps the shortest result (the first with zero bubble). Its budget
