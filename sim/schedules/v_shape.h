@@ -16,9 +16,8 @@
 //        the choice between chunks and between F and B); feeding (between a startable F and B, the
 //        one whose next device is free first). A cap on the chunk-0 microbatches in flight (what
 //        fits less two, falling to about half of it at the V's top: by one per device at 1F1B's
-//        memory; none; 7/8 of what fits; p;
-//        ...) keeps room for the chunk-1 forwards that arrive before the first B returns. The
-//        search runs combinations nearest the one that wins
+//        memory; none; 7/8 of what fits; p; ...) keeps room for the chunk-1 forwards that arrive
+//        before the first B returns. The search runs combinations nearest the one that wins
 //        most often first, and keeps the shortest result (the first with zero bubble). Its budget
 //        is bounded by the ops it simulates, shrinking with the square of the size: small
 //        pipelines try thousands of runs; p = 32, m = 256 (49k ops a run) runs the greedy once or
