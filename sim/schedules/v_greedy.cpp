@@ -34,9 +34,9 @@ struct Choices {
   bool tight_w = false;    // a pending W goes first while the memory has room for less than
                            // two more F (it frees memory that the next F's will need)
   // After the device's first B, chunk1_forward_first turned round: the warm-up's preference
-  // between two ready F is not the steady state's. With it, zb-v's worst reference row (p = 12,
-  // m = 44, F 851 per chunk) got the authors' cost exactly (199,586, against 202,545), and
-  // 70 -> 73 zb-v rows at or below theirs (docs/validation.md).
+  // between two ready F is not the steady state's. With it the search (phase 3 included) gives
+  // zb-v's worst reference row then (p = 12, m = 44, F 851 per chunk) the authors' cost exactly
+  // (199,586, against 202,545), and 70 -> 73 zb-v rows at or below theirs (docs/validation.md).
   bool flip_forwards_after_first_b = false;
   // With w_only_in_long_gaps: 1 fills only gaps a W fits in whole; 1/2 also those where the
   // idle it fills outweighs the delay it causes (at p = 32, m = 117 a device waiting 859
