@@ -76,10 +76,11 @@ std::vector<SpanRanked> turn_blocks(int p, int m, const std::vector<StageCosts>&
 // as the controllable-memory paper does (VBlock::backfilled in v_blocks.cpp: the repeated
 // block's ops in the order of their start, each as early as its input, its device and the
 // memory allow, at unit costs) and timed with `model`, at most kBackfillRuns of them within
-// kBackfillOps simulated ops: the kKeptPerKind shortest, shortest first. Only for pipelines of at most kUnitCostOps ops. They
-// reach the authors' V-Min at unit costs where p is a multiple of 3 (6m + 4p - 7, with a wait
-// at the V's top), which the squeezing of v_blocks (3.) misses by a step, and on the realistic
-// V-Min rows of the reference set the authors' cost or less (docs/validation.md).
+// kBackfillOps simulated ops: the kKeptPerKind shortest, shortest first. Only for pipelines of
+// at most kUnitCostOps ops. They reach the authors' V-Min at unit costs where p is a multiple
+// of 3 (6m + 4p - 7, with a wait at the V's top), which the squeezing of v_blocks (3.) misses by
+// a step, and on the realistic V-Min rows of the reference set the authors' cost or less
+// (docs/validation.md).
 std::vector<SpanRanked> backfilled_blocks(int p, int m, const std::vector<StageCosts>& costs,
                                           const std::vector<double>& limit, const CostModel& model);
 
