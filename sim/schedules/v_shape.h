@@ -9,25 +9,27 @@
 //        times the delay, which it would pass on down the chain), else waits for the earliest
 //        input. Yes/no choices shape the rules: F before B when both are ready; which chunk's F and
 //        which stage's B go first, and whether the F's preference turns round after the device's
-//        first B (the warm-up's is not the steady state's); keep room for a chunk-1 F; a W only in
-//        a gap it fits (whole, or half of it: where the idle it fills outweighs the delay it
-//        causes; both are tried); F and B taking turns after the first B; lookahead (wait for the
-//        preferred op when its input arrives before the other op would end: transfer time decides
-//        the choice between chunks and between F and B); feeding (between a startable F and B, the
-//        one whose next device is free first). A cap on the chunk-0 microbatches in flight (what
-//        fits less two, falling to about half of it at the V's top: by one per device at 1F1B's
-//        memory; none; 7/8 of what fits; p; ...) keeps room for the chunk-1 forwards that arrive
-//        before the first B returns. The search runs combinations nearest the one that wins
-//        most often first, and keeps the shortest result (the first with zero bubble). Its budget
-//        is bounded by the ops it simulates, shrinking with the square of the size: small
-//        pipelines try thousands of runs; p = 32, m = 256 (49k ops a run) runs the greedy once or
-//        twice (a few ms). Where that pays for fewer than 4 runs and a pipeline of 6p
-//        microbatches pays for 16 within 200k ops (p up to 18), the choices are first searched
+//        first B (the warm-up's is not the steady state's) and the B's (or the preference for
+//        chunk 1's ops) once it has started all its chunk-0 forwards (its tail); keep room for a
+//        chunk-1 F; a W only in a gap it fits (whole, or half of it: where the idle it fills
+//        outweighs the delay it causes; both are tried); F and B taking turns after the first B;
+//        lookahead (wait for the preferred op when its input arrives before the other op would end:
+//        transfer time decides the choice between chunks and between F and B); feeding (between a
+//        startable F and B, the one whose next device is free first). A cap on the chunk-0
+//        microbatches in flight (what fits less two, falling to about half of it at the V's top: by
+//        one per device at 1F1B's memory; none; 7/8 of what fits; p; ...) keeps room for the
+//        chunk-1 forwards that arrive before the first B returns. The search runs combinations
+//        nearest the one that wins most often first, and keeps the shortest result (the first with
+//        zero bubble). Its budget is bounded by the ops it simulates, shrinking with the square of
+//        the size: small pipelines try thousands of runs; p = 32, m = 256 (49k ops a run) runs the
+//        greedy once or twice (a few ms). Where that pays for fewer than 4 runs and a pipeline of
+//        6p microbatches pays for 16 within 200k ops (p up to 18), the choices are first searched
 //        on that smaller pipeline and its best run once at the full size. The best choices run
 //        again with an idle allowance per device (a device about to idle past it runs a pending W
 //        instead of waiting): 1, 1.2 or 1.5 times what it may idle and still end with the
 //        closed-form bound of the longest device (its work plus the warm-up it must wait for its
-//        first chunk-1 forward, filled with the chunk-0 forwards that fit); then further
+//        first chunk-1 forward, filled with the chunk-0 forwards that fit), and with the
+//        preferences of the tail turned round (each, and both); then further
 //        combinations, within a budget shrinking with the cube of the size (nothing more at p = 32,
 //        m = 256). For small pipelines (p * cap * 32 runs within 5M simulated ops, 25M below 1F1B's
 //        memory, where per-device choices matter most) the choices are

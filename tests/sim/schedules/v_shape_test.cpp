@@ -119,24 +119,36 @@ TEST(ZbV, LargePipelineWithRealCostsBeatsZbH1AtItsMemory) {
   EXPECT_LE(metrics.peak_activation_memory, p + 1e-9);
 }
 
-// zbv_visible.csv line 37 (../shared/data/reference/): p = 12, m = 44, per chunk F 851, B 873,
-// W 380, comm 62, M_W / M_B = 16/37, at 1F1B's memory, where the authors' greedy reaches 199,586.
-// Memory binds there: the warm-up fills device 0 with chunk-0 forwards that stay in flight to
-// the end. The raw generator (no improver) reaches the authors' cost once the choice of which
-// chunk's F goes first may turn round after a device's first B (Choices in v_greedy.cpp);
-// before that choice it gave 202,545.
+// Rows of zbv_visible.csv (../shared/data/reference/) at 1F1B's memory where memory binds and
+// the raw generator (no improver) reaches the authors' cost through a rule that turns round by
+// phase (Choices in v_greedy.cpp):
+//  - line 37: p = 12, m = 44, per chunk F 851, B 873, W 380, comm 62, M_W / M_B = 16/37. The
+//    warm-up fills device 0 with chunk-0 forwards that stay in flight to the end; the choice of
+//    which chunk's F goes first may turn round after a device's first B. Before it: 202,545.
+//  - line 8: p = 16, m = 52, F 1082, B 1175, W 1021, comm 86, M_W / M_B = 0.43. The choice of
+//    which chunk's B goes first may turn round once a device has started all its chunk-0
+//    forwards (its tail). Before it: 353,777.
 TEST(ZbV, ReachesTheAuthorsCostWhereMemoryBinds) {
-  const int p = 12, m = 44;
-  const auto costs = PerDeviceCostModel::uniform(
-      DeviceCosts{ms_to_ns(1702), ms_to_ns(1746), ms_to_ns(760), ms_to_ns(62), 606208, 262144}, p,
-      2);
-  ScheduleRegistry registry;
-  add_v_shape_schedules(registry);
-  ScheduleParams params{p, m, 2, &costs};
-  params.improve = false;
-  const Metrics metrics = simulate(registry.get("zb-v").generate(params), costs).metrics;
-  EXPECT_LE(metrics.max_device_span_ns, ms_to_ns(199586));
-  EXPECT_LE(metrics.peak_activation_memory, p * 606208.0);
+  struct Row {
+    int line, p, m, f, b, w, comm;
+    double m_b, m_w;
+    double authors_ms;
+  };
+  for (const Row& row : {Row{37, 12, 44, 851, 873, 380, 62, 303104, 131072, 199586},
+                         Row{8, 16, 52, 1082, 1175, 1021, 86, 303104, 131072, 353377}}) {
+    // Whole-stage times and memory: twice the per-chunk values of the file.
+    const auto costs = PerDeviceCostModel::uniform(
+        DeviceCosts{ms_to_ns(2 * row.f), ms_to_ns(2 * row.b), ms_to_ns(2 * row.w),
+                    ms_to_ns(row.comm), 2 * row.m_b, 2 * row.m_w},
+        row.p, 2);
+    ScheduleRegistry registry;
+    add_v_shape_schedules(registry);
+    ScheduleParams params{row.p, row.m, 2, &costs};
+    params.improve = false;
+    const Metrics metrics = simulate(registry.get("zb-v").generate(params), costs).metrics;
+    EXPECT_LE(metrics.max_device_span_ns, ms_to_ns(row.authors_ms)) << "line " << row.line;
+    EXPECT_LE(metrics.peak_activation_memory, row.p * 2 * row.m_b) << "line " << row.line;
+  }
 }
 
 TEST(ZbV, LimitBelowOneMicrobatchIsAnError) {
