@@ -614,11 +614,12 @@ class VSearch {
     // The anchors (the first of the list: candidates()) run whatever the budget: at unit costs,
     // p = 32, m = 240, where the budget paid for one run, the first alone left 0.0787 of
     // bubble at V-Min's peak, against 0.0588 with both, at V-Half's own.
-    const auto [list, anchors] = candidates(free_transfers, seven_eighths);
-    std::size_t next = 0;
-    for (; next < list.size(); ++next) {
-      if (done() || (best_ && next >= anchors && spent_ + pass_ops_ > uniform_budget_)) break;
-      const std::vector<Choices> choices = uniform_choices(list[next]);
+    CandidateOrder order = candidates(free_transfers, seven_eighths);
+    std::optional<Candidate> next = order.next();
+    for (std::size_t taken = 0; next; next = order.next(), ++taken) {
+      if (done() || (best_ && taken >= order.anchors() && spent_ + pass_ops_ > uniform_budget_))
+        break;
+      const std::vector<Choices> choices = uniform_choices(*next);
       // Phase 2 starts from results that need not be the best: they must run to the end.
       std::optional<Score> built = attempt(choices, refine_ ? kNever : bound());
       if (!built || !refine_) continue;
@@ -626,17 +627,17 @@ class VSearch {
       // feeding): per-device choices matter most where the plain rules fall short (V-Min's
       // building block). The best runs with the same cap on every device first, then the
       // best with sloped caps.
-      if (list[next].bits >= Choices::kDeviceCombinations) continue;
-      auto& kept = list[next].slope_sixths == 0 ? starts : sloped_starts;
+      if (next->bits >= Choices::kDeviceCombinations) continue;
+      auto& kept = next->slope_sixths == 0 ? starts : sloped_starts;
       kept.emplace_back(*built, choices);
       std::sort(kept.begin(), kept.end(),
                 [](const auto& a, const auto& b) { return a.first.better_than(b.first); });
-      if (kept.size() > (list[next].slope_sixths == 0 ? kStarts : kSlopedStarts)) kept.pop_back();
+      if (kept.size() > (next->slope_sixths == 0 ? kStarts : kSlopedStarts)) kept.pop_back();
     }
     allowance_pass();
     tail_pass();
-    for (; next < list.size() && !done() && spent_ + pass_ops_ <= extended_budget_; ++next)
-      attempt(uniform_choices(list[next]), bound());
+    for (; next && !done() && spent_ + pass_ops_ <= extended_budget_; next = order.next())
+      attempt(uniform_choices(*next), bound());
     for (auto& sloped : sloped_starts)
       starts.push_back(std::move(sloped));
     const std::size_t refine_end = spent_ + refine_ops_;
@@ -913,19 +914,57 @@ class VSearch {
   // each under every cap. The first `anchors` are that combination under the anchor caps: with
   // transfers the falling cap, without them also none before it (the falling caps are V-Half's
   // building block, which no cap keeps where the plain greedy falls back to V-Min's layout).
-  struct Candidates {
-    std::vector<Candidate> list;
-    std::size_t anchors = 0;
+  // The order is generated as it is taken: it holds kCombinations times the caps (and shares)
+  // runs, of which the budget takes a few on large pipelines (built whole, over 100k runs once
+  // the tail flips took the combinations to 8192, the list took 2-4 ms of zb-v's, V-Half's and
+  // V-Min's 9-12 ms at p = 32, m = 256).
+  class CandidateOrder {
+   public:
+    CandidateOrder(int anchor, std::vector<std::pair<int, int>> caps, std::size_t anchors)
+        : anchor_(anchor), caps_(std::move(caps)), anchors_(anchors) {}
+    std::size_t anchors() const { return anchors_; }
+    // The next run of the order; nothing after the last.
+    std::optional<Candidate> next() {
+      if (anchors_taken_ < anchors_) {
+        const auto& [cap, slope] = caps_[anchors_taken_++];
+        return Candidate{anchor_, cap, slope, kWGapShares[0]};
+      }
+      // Combinations by distance from the anchor, each in increasing order of its bits (as a
+      // stable sort by distance), each under every cap, with each share where it has an effect.
+      constexpr int kMaxDistance =
+          std::bit_width(static_cast<unsigned>(Choices::kCombinations - 1));
+      while (distance_ <= kMaxDistance) {
+        if (bits_ == Choices::kCombinations) {
+          bits_ = 0;
+          ++distance_;
+        } else if (std::popcount(static_cast<unsigned>(bits_ ^ anchor_)) != distance_ ||
+                   cap_ == caps_.size()) {
+          cap_ = 0;
+          ++bits_;
+        } else if (share_ ==
+                   ((bits_ & Choices::kWOnlyInLongGapsBit) != 0 ? std::size(kWGapShares) : 1)) {
+          share_ = 0;
+          ++cap_;
+        } else {
+          const Candidate out{bits_, caps_[cap_].first, caps_[cap_].second, kWGapShares[share_]};
+          const bool anchor_run = bits_ == anchor_ && cap_ < anchors_ && share_ == 0;
+          ++share_;
+          if (!anchor_run) return out;  // the anchors went first
+        }
+      }
+      return std::nullopt;
+    }
+
+   private:
+    int anchor_;
+    std::vector<std::pair<int, int>> caps_;  // (cap, slope)
+    std::size_t anchors_;
+    std::size_t anchors_taken_ = 0;
+    int distance_ = 0, bits_ = 0;      // where the order stands: the combination,
+    std::size_t cap_ = 0, share_ = 0;  // its cap and its share
   };
-  Candidates candidates(bool free_transfers, int seven_eighths) const {
+  CandidateOrder candidates(bool free_transfers, int seven_eighths) const {
     const int anchor = free_transfers ? 3 : 81;
-    std::vector<int> bits(Choices::kCombinations);
-    for (int b = 0; b < Choices::kCombinations; ++b)
-      bits[static_cast<std::size_t>(b)] = b;
-    std::stable_sort(bits.begin(), bits.end(), [&](int a, int b) {
-      return std::popcount(static_cast<unsigned>(a ^ anchor)) <
-             std::popcount(static_cast<unsigned>(b ^ anchor));
-    });
     const int fit = chunk0_fit_;
     std::vector<std::pair<int, int>> caps;  // (cap, slope)
     auto add = [&](int cap, int slope) {
@@ -938,8 +977,7 @@ class VSearch {
     // the top devices a cap of 1 (V-Half at p = 32: ten times the span of the best run).
     const int halving = std::clamp((3 * fit + p_ / 2) / p_, 1, 6);
     add(fit - 2, halving);
-    Candidates out;
-    out.anchors = caps.size();
+    const std::size_t anchors = caps.size();
     for (const auto& [cap, slope] : {std::pair{fit - 2, 6},
                                      {Choices::kNoCap, 0},
                                      {fit - 1, 0},
@@ -960,18 +998,7 @@ class VSearch {
         add(fit - 2, sixths);
       }
     }
-    for (std::size_t i = 0; i < out.anchors; ++i)  // the anchors first
-      out.list.push_back({bits.front(), caps[i].first, caps[i].second, kWGapShares[0]});
-    for (const int b : bits) {
-      for (std::size_t i = 0; i < caps.size(); ++i) {
-        for (const double share : kWGapShares) {
-          if (b != bits.front() || i >= out.anchors || share != kWGapShares[0])
-            out.list.push_back({b, caps[i].first, caps[i].second, share});
-          if ((b & Choices::kWOnlyInLongGapsBit) == 0) break;  // the share has no effect
-        }
-      }
-    }
-    return out;
+    return CandidateOrder(anchor, std::move(caps), anchors);
   }
 
   // The candidate's choices on every device.
