@@ -35,7 +35,8 @@
 //        memory, where per-device choices matter most) the choices are
 //        then refined per device by coordinate descent. Then single decisions of the best run
 //        are forced against the rules (a W instead of an F or B, an F or B instead of a W or of
-//        each other), one device and position at a time, the later decisions following the
+//        each other, at or above 1F1B's memory the other chunk's F), one device and position at
+//        a time, the later decisions following the
 //        rules again; each that shortens the run is kept (within 10M simulated ops up to
 //        10,000 ops a run, falling with the fourth power of the size: none from p = 32,
 //        m = 200 on).

@@ -120,22 +120,27 @@ TEST(ZbV, LargePipelineWithRealCostsBeatsZbH1AtItsMemory) {
 }
 
 // Rows of zbv_visible.csv (../shared/data/reference/) at 1F1B's memory where memory binds and
-// the raw generator (no improver) reaches the authors' cost through a rule that turns round by
-// phase (Choices in v_greedy.cpp):
+// the generator reaches the authors' cost through a choice that turns round by phase (Choices
+// in v_greedy.cpp), or a decision its search forces (the first two without the improver):
 //  - line 37: p = 12, m = 44, per chunk F 851, B 873, W 380, comm 62, M_W / M_B = 16/37. The
 //    warm-up fills device 0 with chunk-0 forwards that stay in flight to the end; the choice of
 //    which chunk's F goes first may turn round after a device's first B. Before it: 202,545.
 //  - line 8: p = 16, m = 52, F 1082, B 1175, W 1021, comm 86, M_W / M_B = 0.43. The choice of
 //    which chunk's B goes first may turn round once a device has started all its chunk-0
 //    forwards (its tail). Before it: 353,777.
+//  - line 78: p = 16, m = 41, F 1198, B 1186, W 578, comm 134, M_W / M_B = 0.43, with the
+//    improver: phase 3 of the search may force the F of the chunk the rules do not prefer.
+//    Before it: 273,054.
 TEST(ZbV, ReachesTheAuthorsCostWhereMemoryBinds) {
   struct Row {
     int line, p, m, f, b, w, comm;
     double m_b, m_w;
     double authors_ms;
+    bool improve;
   };
-  for (const Row& row : {Row{37, 12, 44, 851, 873, 380, 62, 303104, 131072, 199586},
-                         Row{8, 16, 52, 1082, 1175, 1021, 86, 303104, 131072, 353377}}) {
+  for (const Row& row : {Row{37, 12, 44, 851, 873, 380, 62, 303104, 131072, 199586, false},
+                         Row{8, 16, 52, 1082, 1175, 1021, 86, 303104, 131072, 353377, false},
+                         Row{78, 16, 41, 1198, 1186, 578, 134, 454656, 196608, 272786, true}}) {
     // Whole-stage times and memory: twice the per-chunk values of the file.
     const auto costs = PerDeviceCostModel::uniform(
         DeviceCosts{ms_to_ns(2 * row.f), ms_to_ns(2 * row.b), ms_to_ns(2 * row.w),
@@ -144,7 +149,7 @@ TEST(ZbV, ReachesTheAuthorsCostWhereMemoryBinds) {
     ScheduleRegistry registry;
     add_v_shape_schedules(registry);
     ScheduleParams params{row.p, row.m, 2, &costs};
-    params.improve = false;
+    params.improve = row.improve;
     const Metrics metrics = simulate(registry.get("zb-v").generate(params), costs).metrics;
     EXPECT_LE(metrics.max_device_span_ns, ms_to_ns(row.authors_ms)) << "line " << row.line;
     EXPECT_LE(metrics.peak_activation_memory, row.p * 2 * row.m_b) << "line " << row.line;
