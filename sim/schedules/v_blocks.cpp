@@ -278,10 +278,19 @@ class VBlock {
         }
         return true;
       };
+      // A B or W placed sooner holds its delta over the steps it gains: where it allocates (a
+      // B with M_W above M_B), those steps must have room for it.
+      auto gain_fits = [&](TimeNs from) {
+        const double delta = c.delta(op.kind);
+        for (TimeNs t = from; delta > 0 && t < start.step; ++t) {
+          if (held[d][static_cast<std::size_t>(t)] + delta > limit[d] + 1e-9) return false;
+        }
+        return true;
+      };
       const std::optional<std::size_t> input = input_index(start.op);
       TimeNs x = input ? end[*input * mbs + start.mb] : 0;
-      while (x <= start.step &&
-             (busy[d][static_cast<std::size_t>(x)] || (op.kind == OpKind::F && !fits_from(x))))
+      while (x <= start.step && (busy[d][static_cast<std::size_t>(x)] ||
+                                 !(op.kind == OpKind::F ? fits_from(x) : gain_fits(x))))
         ++x;
       if (x > start.step) return std::nullopt;  // the repetition was not within the limit
       busy[d][static_cast<std::size_t>(x)] = 1;

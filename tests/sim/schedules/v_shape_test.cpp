@@ -449,6 +449,31 @@ TEST(ControllableMemory, ForwardsThatTakeNoTimeKeepTheLimit) {
   }
 }
 
+// Backwards that allocate (M_W above M_B: the B keeps more for its W than the F held, as with
+// recomputation): the building blocks squeezed as a list schedule (v_blocks.h, backfilled)
+// placed a B sooner than in the repetition without checking that the steps it gained had room
+// for what it allocates (a random `simulate -s v-half -p 4 -m 4 --f 1 --b 3 --w 1 --comm 2
+// --m-w 2` found "internal error: ... the V greedy exceeded its memory limit"). Every peak
+// within the default limit.
+TEST(ControllableMemory, BackwardsThatAllocateKeepTheLimit) {
+  const int p = 4, m = 4;
+  ScheduleRegistry registry;
+  add_v_shape_schedules(registry);
+  for (const double m_w : {1.5, 2.0}) {
+    const auto costs = PerDeviceCostModel::uniform(
+        DeviceCosts{ms_to_ns(1), ms_to_ns(3), ms_to_ns(1), ms_to_ns(2), 1.0, m_w}, p, 2);
+    for (const char* name : {"zb-v", "v-half", "v-min"}) {
+      const Schedule s = registry.get(name).generate(ScheduleParams{p, m, 2, &costs, 0.0, false});
+      EXPECT_NO_THROW(s.validate()) << name;
+      const double bound = std::string(name) == "zb-v"     ? p
+                           : std::string(name) == "v-half" ? (p + 2) / 2.0
+                                                           : (p + 4) / 3;
+      EXPECT_LE(simulate(s, costs).metrics.peak_activation_memory, bound + 1e-9)
+          << name << " M_W " << m_w;
+    }
+  }
+}
+
 // Passes that all take no time, with transfers that do: the building blocks have no cycle to
 // lay out on (their period was 0, and the layout divided by it: SIGFPE in `simulate -s zb-v
 // --f 0 --b 0 --w 0 --comm 0.1`). The greedy's schedules stand.
