@@ -271,32 +271,31 @@ class VBlock {
       const auto s = static_cast<std::size_t>(op.stage);
       const TimeNs b_at = repeated_step(b_index(s), start.mb, *step);
       const TimeNs w_at = repeated_step(w_index(s), start.mb, *step);
-      auto holds = [&](TimeNs t) { return t < b_at ? c.f_delta : c.f_delta + c.b_delta; };
-      auto fits_from = [&](TimeNs from) {
-        for (TimeNs t = from; t < w_at; ++t) {
-          if (held[d][static_cast<std::size_t>(t)] + holds(t) > limit[d] + 1e-9) return false;
-        }
-        return true;
+      // Placed at step x, the op holds amount(t) for t in [x, until): a forward until its W's
+      // start in the repetition, a B or W placed sooner its delta over the steps it gained.
+      // Where it allocates, those steps must have room for it.
+      const bool forward = op.kind == OpKind::F;
+      const TimeNs until = forward ? w_at : start.step;
+      auto amount = [&](TimeNs t) {
+        if (!forward) return c.delta(op.kind);
+        return t < b_at ? c.f_delta : c.f_delta + c.b_delta;
       };
-      // A B or W placed sooner holds its delta over the steps it gains: where it allocates (a
-      // B with M_W above M_B), those steps must have room for it.
-      auto gain_fits = [&](TimeNs from) {
-        const double delta = c.delta(op.kind);
-        for (TimeNs t = from; delta > 0 && t < start.step; ++t) {
-          if (held[d][static_cast<std::size_t>(t)] + delta > limit[d] + 1e-9) return false;
+      auto fits = [&](TimeNs x) {
+        for (TimeNs t = x; t < until; ++t) {
+          const double a = amount(t);
+          if (a > 0 && held[d][static_cast<std::size_t>(t)] + a > limit[d] + 1e-9) return false;
         }
         return true;
       };
       const std::optional<std::size_t> input = input_index(start.op);
       TimeNs x = input ? end[*input * mbs + start.mb] : 0;
-      while (x <= start.step && (busy[d][static_cast<std::size_t>(x)] ||
-                                 !(op.kind == OpKind::F ? fits_from(x) : gain_fits(x))))
+      while (x <= start.step && (busy[d][static_cast<std::size_t>(x)] || !fits(x)))
         ++x;
       if (x > start.step) return std::nullopt;  // the repetition was not within the limit
       busy[d][static_cast<std::size_t>(x)] = 1;
       end[start.op * mbs + start.mb] = x + 1;
-      for (TimeNs t = x; t < (op.kind == OpKind::F ? w_at : start.step); ++t)
-        held[d][static_cast<std::size_t>(t)] += op.kind == OpKind::F ? holds(t) : c.delta(op.kind);
+      for (TimeNs t = x; t < until; ++t)
+        held[d][static_cast<std::size_t>(t)] += amount(t);
       Op placed_op = op;
       placed_op.microbatch = static_cast<std::int32_t>(start.mb);
       placed[d].emplace_back(x, placed_op);

@@ -5,6 +5,7 @@
 #include <tbb/task_group.h>
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cmath>
 #include <optional>
@@ -1031,31 +1032,22 @@ class VSearch {
   // The best choices of phase 1 again under each scale of the idle allowance, within the
   // extended budget.
   void allowance_pass() {
-    if (!best_) return;
-    const std::vector<Choices> base = best_choices_;
-    for (const auto& allowance : allowances_) {
-      if (done() || spent_ + pass_ops_ > extended_budget_) return;
-      std::vector<Choices> trial = base;
+    vary_best(allowances_.size(), [&](std::vector<Choices>& trial, std::size_t i) {
       for (std::size_t d = 0; d < trial.size(); ++d)
-        trial[d].idle_allowance_ns = allowance[d];
-      attempt(trial, bound());
-    }
+        trial[d].idle_allowance_ns = allowances_[i][d];
+    });
   }
 
   // The best choices so far again with each set of tail flips turned round
   // (Choices::tail_flips), within the extended budget: phase 1's budget reaches the flip bits
   // only on small pipelines.
   void tail_pass() {
-    if (!best_) return;
-    const std::vector<Choices> base = best_choices_;
-    for (const int flips : {Choices::kTailBackward, Choices::kTailCommit,
-                            Choices::kTailBackward | Choices::kTailCommit}) {
-      if (done() || spent_ + pass_ops_ > extended_budget_) return;
-      std::vector<Choices> trial = base;
+    static constexpr std::array kFlips = {Choices::kTailBackward, Choices::kTailCommit,
+                                          Choices::kTailBackward | Choices::kTailCommit};
+    vary_best(kFlips.size(), [&](std::vector<Choices>& trial, std::size_t i) {
       for (Choices& c : trial)
-        c.tail_flips ^= flips;
-      attempt(trial, bound());
-    }
+        c.tail_flips ^= kFlips[i];
+    });
   }
 
   std::size_t ops_placed() const { return spent_ + proxy_spent_; }
@@ -1068,6 +1060,20 @@ class VSearch {
   static constexpr std::size_t kRunnersUp = 6;
 
  private:
+  // The best choices as they were on entry, run again under variations vary(trial, i) for
+  // i < n in turn, while the extended budget lasts and nothing shorter can be wanted.
+  template <class Vary>
+  void vary_best(std::size_t n, Vary vary) {
+    if (!best_) return;
+    const std::vector<Choices> base = best_choices_;
+    for (std::size_t i = 0; i < n; ++i) {
+      if (done() || spent_ + pass_ops_ > extended_budget_) return;
+      std::vector<Choices> trial = base;
+      vary(trial, i);
+      attempt(trial, bound());
+    }
+  }
+
   // Nothing is shorter, or the caller's task group is called off (v_shape.cpp: the search for
   // a candidate beside another search that found no bubble): what is left is not wanted.
   bool done() const {
