@@ -29,7 +29,8 @@
 //        instead of waiting): 1, 1.2 or 1.5 times what it may idle and still end with the
 //        closed-form bound of the longest device (its work plus the warm-up it must wait for its
 //        first chunk-1 forward, filled with the chunk-0 forwards that fit), and with the
-//        preferences of the tail turned round (each, and both); then further
+//        preferences of the tail turned round (each, and both), and (at or above 1F1B's memory)
+//        with every device's cap one higher, then one lower; then further
 //        combinations, within a budget shrinking with the cube of the size (nothing more at p = 32,
 //        m = 256). For small pipelines (p * cap * 32 runs within 5M simulated ops, 25M below 1F1B's
 //        memory, where per-device choices matter most) the choices are

@@ -131,6 +131,10 @@ TEST(ZbV, LargePipelineWithRealCostsBeatsZbH1AtItsMemory) {
 //  - line 78: p = 16, m = 41, F 1198, B 1186, W 578, comm 134, M_W / M_B = 0.43, with the
 //    improver: phase 3 of the search may force the F of the chunk the rules do not prefer.
 //    Before it: 273,054.
+//  - line 72: p = 32, m = 92, F 1114, B 1095, W 906, comm 89, M_W / M_B = 0.43, without the
+//    improver: the best run's choices again with every device's cap on chunk-0 microbatches
+//    in flight one higher (phase 1's budget reaches a few combinations at p = 32, under fixed
+//    caps). Before it: 603,377.
 TEST(ZbV, ReachesTheAuthorsCostWhereMemoryBinds) {
   struct Row {
     int line, p, m, f, b, w, comm;
@@ -140,7 +144,8 @@ TEST(ZbV, ReachesTheAuthorsCostWhereMemoryBinds) {
   };
   for (const Row& row : {Row{37, 12, 44, 851, 873, 380, 62, 303104, 131072, 199586, false},
                          Row{8, 16, 52, 1082, 1175, 1021, 86, 303104, 131072, 353377, false},
-                         Row{78, 16, 41, 1198, 1186, 578, 134, 454656, 196608, 272786, true}}) {
+                         Row{78, 16, 41, 1198, 1186, 578, 134, 454656, 196608, 272786, true},
+                         Row{72, 32, 92, 1114, 1095, 906, 89, 151552, 65536, 601654, false}}) {
     // Whole-stage times and memory: twice the per-chunk values of the file.
     const auto costs = PerDeviceCostModel::uniform(
         DeviceCosts{ms_to_ns(2 * row.f), ms_to_ns(2 * row.b), ms_to_ns(2 * row.w),
