@@ -643,9 +643,15 @@ class VSearch {
                 [](const auto& a, const auto& b) { return a.first.better_than(b.first); });
       if (kept.size() > (next->slope_sixths == 0 ? kStarts : kSlopedStarts)) kept.pop_back();
     }
-    allowance_pass();
-    tail_pass();
-    cap_pass();
+    // Again from the best the cap pass finds, while it finds one (each pass stops with the
+    // budget).
+    for (bool again = true; again;) {
+      allowance_pass();
+      tail_pass();
+      const std::optional<Score> before = best_;
+      cap_pass();
+      again = before && best_->better_than(*before);
+    }
     for (; next && !done() && spent_ + pass_ops_ <= extended_budget_; next = order.next())
       attempt(uniform_choices(*next), bound());
     for (auto& sloped : sloped_starts)
@@ -1031,30 +1037,38 @@ class VSearch {
   }
 
   // The best choices so far again with every device's cap on chunk-0 microbatches in flight
-  // one higher, then one lower, within the extended budget. Phase 1 runs each combination of
-  // choices under a few fixed caps (the anchor's falls by one per device from two below what
-  // fits), and on large pipelines its budget reaches only the first few combinations: the
-  // caps next to the best run's, with its choices, are what it misses. zb-v at p = 32, m = 92:
-  // 603,377 -> 599,159 raw (cap one higher: device 0 keeps one more chunk-0 microbatch in
+  // one higher, then one lower, and the choices of the kEarlierChoices bests before it with
+  // every cap one higher, within the extended budget. Phase 1 runs each combination of choices
+  // under a few fixed caps (the anchor's falls by one per device from two below what fits), and
+  // on large pipelines its budget reaches only the first few combinations: the caps next to
+  // those of its best runs, with their choices, are what it misses. zb-v at p = 32, m = 92:
+  // 603,377 -> 599,009 raw (cap one higher: device 0 keeps one more chunk-0 microbatch in
   // flight); on the reference rows 75 -> 76 at or below the authors' cost, the worst 1.0029 ->
-  // 1.0016 (docs/validation.md). At or above 1F1B's memory only: below it phase 1 already
-  // varies the caps next to the anchor's (slopes of 1/3 to 2/3 per device), and there the two
-  // runs cost the phase 1 run they displace (V-Half at p = 32, m = 104: 0.9992 -> 1.0002 of the
-  // authors' cost).
+  // 1.0016, the mean 0.9912 -> 0.9896 (docs/validation.md). At or above 1F1B's memory only: below
+  // it phase 1 already varies the caps next to the anchor's (slopes of 1/3 to 2/3 per device), and
+  // there the runs cost the phase 1 run they displace (V-Half at p = 32, m = 104: 0.9992 -> 1.0002
+  // of the authors' cost).
   void cap_pass() {
-    if (below_1f1b_memory_) return;
-    vary_best(2, [](std::vector<Choices>& trial, std::size_t i) {
-      for (Choices& c : trial) {
-        if (c.chunk0_in_flight != Choices::kNoCap)
-          c.chunk0_in_flight = std::max(1, c.chunk0_in_flight + (i == 0 ? 1 : -1));
-      }
-    });
+    if (below_1f1b_memory_ || !best_) return;
+    const std::vector<std::vector<Choices>> earlier = earlier_choices_;
+    vary(best_choices_, 2,
+         [](std::vector<Choices>& trial, std::size_t i) { shift_caps(trial, i == 0 ? 1 : -1); });
+    for (auto it = earlier.rbegin(); it != earlier.rend(); ++it)
+      vary(*it, 1, [](std::vector<Choices>& trial, std::size_t) { shift_caps(trial, 1); });
   }
+  static void shift_caps(std::vector<Choices>& choices, int step) {
+    for (Choices& c : choices) {
+      if (c.chunk0_in_flight != Choices::kNoCap)
+        c.chunk0_in_flight = std::max(1, c.chunk0_in_flight + step);
+    }
+  }
+  static constexpr std::size_t kEarlierChoices = 3;
 
   // The best choices of phase 1 again under each scale of the idle allowance, within the
   // extended budget.
   void allowance_pass() {
-    vary_best(allowances_.size(), [&](std::vector<Choices>& trial, std::size_t i) {
+    if (!best_) return;
+    vary(best_choices_, allowances_.size(), [&](std::vector<Choices>& trial, std::size_t i) {
       for (std::size_t d = 0; d < trial.size(); ++d)
         trial[d].idle_allowance_ns = allowances_[i][d];
     });
@@ -1066,7 +1080,8 @@ class VSearch {
   void tail_pass() {
     static constexpr std::array kFlips = {Choices::kTailBackward, Choices::kTailCommit,
                                           Choices::kTailBackward | Choices::kTailCommit};
-    vary_best(kFlips.size(), [&](std::vector<Choices>& trial, std::size_t i) {
+    if (!best_) return;
+    vary(best_choices_, kFlips.size(), [&](std::vector<Choices>& trial, std::size_t i) {
       for (Choices& c : trial)
         c.tail_flips ^= kFlips[i];
     });
@@ -1082,16 +1097,15 @@ class VSearch {
   static constexpr std::size_t kRunnersUp = 6;
 
  private:
-  // The best choices as they were on entry, run again under variations vary(trial, i) for
-  // i < n in turn, while the extended budget lasts and nothing shorter can be wanted.
-  template <class Vary>
-  void vary_best(std::size_t n, Vary vary) {
-    if (!best_) return;
-    const std::vector<Choices> base = best_choices_;
+  // `base` (a copy: the best choices change as the runs go) run again under changes
+  // change(trial, i) for i < n in turn, while the extended budget lasts and nothing shorter can
+  // be wanted.
+  template <class Change>
+  void vary(const std::vector<Choices> base, std::size_t n, Change change) {
     for (std::size_t i = 0; i < n; ++i) {
       if (done() || spent_ + pass_ops_ > extended_budget_) return;
       std::vector<Choices> trial = base;
-      vary(trial, i);
+      change(trial, i);
       attempt(trial, bound());
     }
   }
@@ -1133,6 +1147,11 @@ class VSearch {
         if (runners_up_.size() > kRunnersUp) runners_up_.erase(runners_up_.begin());
       }
       best_ = run.built;
+      if (!best_choices_.empty()) {
+        earlier_choices_.push_back(std::move(best_choices_));
+        if (earlier_choices_.size() > kEarlierChoices)
+          earlier_choices_.erase(earlier_choices_.begin());
+      }
       best_choices_ = choices;
       best_schedule_ = std::move(run.schedule);
     }
@@ -1160,6 +1179,8 @@ class VSearch {
   Schedule best_schedule_;
   std::vector<Choices> best_choices_;
   std::vector<std::pair<Schedule, TimeNs>> runners_up_;
+  // The choices of the bests before the best, the latest last (at most kEarlierChoices).
+  std::vector<std::vector<Choices>> earlier_choices_;
 };
 
 }  // namespace
