@@ -30,7 +30,8 @@
 //        closed-form bound of the longest device (its work plus the warm-up it must wait for its
 //        first chunk-1 forward, filled with the chunk-0 forwards that fit), and with the
 //        preferences of the tail turned round (each, and both), and (at or above 1F1B's memory)
-//        with every device's cap one higher, then one lower; then further
+//        with every device's cap one higher, then one lower (the three bests before it one
+//        higher), all again from any new best the caps give; then further
 //        combinations, within a budget shrinking with the cube of the size (nothing more at p = 32,
 //        m = 256). For small pipelines (p * cap * 32 runs within 5M simulated ops, 25M below 1F1B's
 //        memory, where per-device choices matter most) the choices are
