@@ -50,7 +50,8 @@ int cmd_simulate(const std::vector<std::string>& args, const std::string& comman
      "zb-1p, zb-2p, zb-auto, zb-v, v-half, v-min: improve the heuristic's schedule with the "
      "exact ILP (CBC), warm-started from it; reports the optimum, or the best bound and gap "
      "(p*m <= 200)")
-    ("time-limit", po::value<double>()->default_value(10), "seconds the --exact solver may take")
+    ("time-limit", po::value<double>()->default_value(10),
+     "seconds the --exact solver's search may take (CBC's set-up and root work come on top)")
     ("mem-limit-sweep", po::value<std::string>(),
      "FROM:TO:STEP: simulate at each memory limit, as multiples of p*M_B, and print the "
      "bubble rate against memory (schedules that take --mem-limit); a limit whose schedule is "
