@@ -211,23 +211,44 @@ class VGreedy {
       f_ready_[index(0, k)] = 0;
   }
 
+  // A run that differs from a base run only from one decision on (op `position` of `device`)
+  // may stop where it reaches the base run's state again: `base` holds copies of that run's
+  // state every `every` ops placed, the first before any.
+  struct Rejoin {
+    const std::vector<VGreedy>* base = nullptr;
+    std::size_t every = 1;
+    std::size_t device = 0;
+    std::size_t position = 0;
+  };
+
   // Gives up (returns nothing) as soon as a device's span must exceed `bound_ns`: what it has
   // spent plus the work it has left. The schedule is left in schedule(). With `snapshots`,
   // keeps a copy of the state there every `every` ops placed (the first before any): a run
   // that differs from this one only in decisions taken after a copy resumes from it.
   std::optional<Score> run(TimeNs bound_ns, std::size_t every = 0,
-                           std::vector<VGreedy>* snapshots = nullptr) {
+                           std::vector<VGreedy>* snapshots = nullptr,
+                           const Rejoin* rejoin = nullptr) {
     for (int d = 0; d < p_; ++d)
       replan(d);
-    return resume(bound_ns, every, snapshots);
+    return resume(bound_ns, every, snapshots, rejoin);
   }
 
   // Places the ops left, from the state as it is (a snapshot's, or after run()'s first plans),
-  // keeping copies as run() does.
+  // keeping copies as run() does. With `rejoin`, stops (returns nothing, rejoined() true) at
+  // the first copy of the base run's state that this run's state equals once it has placed
+  // the op of its own decision: from there the base run placed the ops left as this run would.
   std::optional<Score> resume(TimeNs bound_ns, std::size_t every = 0,
-                              std::vector<VGreedy>* snapshots = nullptr) {
+                              std::vector<VGreedy>* snapshots = nullptr,
+                              const Rejoin* rejoin = nullptr) {
     while (events_.next_time() != kNever) {
       if (snapshots != nullptr && placed_ % every == 0) snapshots->push_back(*this);
+      if (rejoin != nullptr && placed_ % rejoin->every == 0 &&
+          placed_on(rejoin->device) > rejoin->position &&
+          placed_ / rejoin->every < rejoin->base->size() &&
+          same_future((*rejoin->base)[placed_ / rejoin->every])) {
+        rejoined_ = true;
+        return std::nullopt;
+      }
       const auto d = events_.next_device();
       place(static_cast<int>(d), picks_[d]);
       ++placed_;
@@ -254,6 +275,10 @@ class VGreedy {
 
   std::size_t placed() const { return placed_; }
   Schedule& schedule() { return schedule_; }
+  // Whether resume() stopped at the base run's state (Rejoin).
+  bool rejoined() const { return rejoined_; }
+  // The largest activation memory `device` held so far.
+  double peak_on(std::size_t device) const { return peak_[device]; }
 
  private:
   struct Pick {
@@ -435,6 +460,28 @@ class VGreedy {
     return free_at_[static_cast<std::size_t>(device_of(next))];
   }
 
+  // Whether every later decision is the same as `other`'s: the same ops placed on every
+  // stage, and the same device times, plans, inputs' ready times, memory held and rule state
+  // (what choose() reads; the work done and left follow from the ops placed). Peaks and the
+  // order so far may differ. Held memory is compared exactly: sums in another order that round
+  // differently only miss a stop, never make a wrong one.
+  bool same_future(const VGreedy& other) const {
+    if (placed_ != other.placed_ || free_at_ != other.free_at_ ||
+        first_start_ != other.first_start_ || held_ != other.held_ || last_f_ != other.last_f_ ||
+        seen_b_ != other.seen_b_) {
+      return false;
+    }
+    for (std::size_t s = 0; s < next_.size(); ++s) {
+      const Counters &a = next_[s], &b = other.next_[s];
+      if (a.f != b.f || a.b != b.b || a.w != b.w) return false;
+    }
+    for (std::size_t d = 0; d < picks_.size(); ++d) {
+      const Pick &a = picks_[d], &b = other.picks_[d];
+      if (a.start_ns != b.start_ns || a.kind != b.kind || a.stage != b.stage) return false;
+    }
+    return f_ready_ == other.f_ready_ && b_ready_ == other.b_ready_;
+  }
+
   void replan(int d) {
     Pick& plan = picks_[static_cast<std::size_t>(d)];
     const TimeNs before = plan.start_ns;
@@ -516,6 +563,7 @@ class VGreedy {
   std::vector<Pick> picks_;          // per device: its planned next op
   std::vector<char> last_f_, seen_b_;
   DeviceEvents events_;  // per device: when its planned op starts
+  bool rejoined_ = false;
   Schedule schedule_;
 };
 
@@ -753,7 +801,10 @@ class VSearch {
   // later decisions follow the rules again: they adapt to the forced one), until a whole round
   // over the positions improves nothing or the budget is spent. A trial resumes from a copy
   // of the run's state taken before the forced decision (kSnapshots per run): forcing a late
-  // decision costs only the ops after it; a forced W where none is pending is not tried.
+  // decision costs only the ops after it; a forced W where none is pending is not tried. A
+  // trial whose state equals one of the base run's copies again stops there and takes the
+  // base run's rest (VGreedy::Rejoin, BaseRun): 60% of the trials at p = 16, m = 55, a third
+  // of the ops per trial, so that the budget reaches the later devices.
   // Where memory binds (zb-v's default limit on large pipelines) the rules hold W's back too
   // long: most forced decisions kept are a W where the rules ran an F or B, and zb-v gained 3
   // reference rows (docs/validation.md). The other stage's F: zb-v 74 -> 75 rows (p = 16,
@@ -793,6 +844,7 @@ class VSearch {
     // keeps it; only a shorter one is taken as the new base). Choosing them from the base run
     // itself instead left 2 zb-v reference rows 0.02-0.07% longer, no other changed.
     std::vector<VGreedy> snapshots;
+    BaseRun base;
     std::vector<std::vector<int>> w_pending;  // per device, per position: W's pending there
     auto keep_snapshots = [&] {
       w_pending.assign(forced.size(), {});
@@ -804,9 +856,11 @@ class VSearch {
         }
       }
       snapshots.clear();
-      VGreedy base(p_, m_, costs_, limit_, choices, &forced);
+      VGreedy run(p_, m_, costs_, limit_, choices, &forced);
       spent_ += pass_ops_;
-      base.run(kNever, every, &snapshots);
+      const std::optional<Score> built = run.run(kNever, every, &snapshots);
+      BUBBLESIM_CHECK(built.has_value(), "the V greedy's base run of phase 3 failed");
+      base = BaseRun(std::move(run.schedule()), *built, costs_);
     };
     // Trial `next`: per device, per position, per code (those that change what the run did).
     auto make = [&](std::size_t next) -> std::optional<DecisionTrial> {
@@ -817,7 +871,7 @@ class VSearch {
           (code == kForceW && w_pending[d][pos] == 0)) {
         return std::nullopt;
       }
-      DecisionTrial trial{forced, 0, false};
+      DecisionTrial trial{forced, 0, false, {&snapshots, every, d, pos}};
       trial.forced[d][pos] = static_cast<signed char>(code);
       // The last copy taken before the device planned its op at `pos` (none: from the start).
       while (trial.snapshot + 1 < snapshots.size() &&
@@ -828,21 +882,29 @@ class VSearch {
       return trial;
     };
     auto execute = [&](const DecisionTrial& trial) {
-      if (trial.fresh) return run_greedy(choices, current.max_span_ns, &trial.forced);
-      const VGreedy& from = snapshots[trial.snapshot];
-      VGreedy greedy = from;
+      VGreedy greedy = trial.fresh ? VGreedy(p_, m_, costs_, limit_, choices, &trial.forced)
+                                   : snapshots[trial.snapshot];
       greedy.force(&trial.forced);
+      const std::size_t from = greedy.placed();
       Run out;
-      out.built = greedy.resume(current.max_span_ns);
-      out.placed = greedy.placed() - from.placed();
+      out.built = trial.fresh ? greedy.run(current.max_span_ns, 0, nullptr, &trial.rejoin)
+                              : greedy.resume(current.max_span_ns, 0, nullptr, &trial.rejoin);
+      out.placed = greedy.placed() - from;
+      if (greedy.rejoined()) {
+        out.built = base.finish(greedy, current.max_span_ns);
+      }
       if (out.built) out.schedule = std::move(greedy.schedule());
       if (options_.check_resumes) {
-        const Run fresh = run_greedy(choices, current.max_span_ns, &trial.forced);
-        BUBBLESIM_CHECK(fresh.built.has_value() == out.built.has_value() &&
-                            (!out.built || (fresh.schedule == out.schedule &&
-                                            fresh.built->max_span_ns == out.built->max_span_ns)),
-                        "a run of the V greedy resumed from a copy of its state differs from "
-                        "the same run from the start");
+        const Run whole = run_greedy(choices, current.max_span_ns, &trial.forced);
+        BUBBLESIM_CHECK(whole.built.has_value() == out.built.has_value() &&
+                            (!out.built || (whole.schedule == out.schedule &&
+                                            whole.built->max_span_ns == out.built->max_span_ns &&
+                                            whole.built->sum_span_ns == out.built->sum_span_ns &&
+                                            whole.built->peak == out.built->peak &&
+                                            whole.built->no_bubble == out.built->no_bubble)),
+                        "a run of the V greedy resumed from a copy of its state, or stopped "
+                        "where it rejoined the base run, differs from the same run from the "
+                        "start");
       }
       return out;
     };
@@ -877,6 +939,49 @@ class VSearch {
     Overrides forced;
     std::size_t snapshot = 0;
     bool fresh = false;
+    VGreedy::Rejoin rejoin;  // the base run's copies, and the decision forced
+  };
+
+  // The run of phase 3 that the trials differ from (its decisions forced so far): where a
+  // trial rejoins it (VGreedy::Rejoin), the trial's ops left, span and peak are the base
+  // run's from there (the memory it holds from there on is the base run's too).
+  class BaseRun {
+   public:
+    BaseRun() = default;
+    BaseRun(Schedule schedule, const Score& score, const std::vector<StageCosts>& costs)
+        : schedule_(std::move(schedule)), score_(score) {
+      for (const auto& ops : schedule_.device_ops) {
+        std::vector<double> held{0.0};  // before each op
+        for (const Op& op : ops)
+          held.push_back(held.back() + costs[static_cast<std::size_t>(op.stage)].delta(op.kind));
+        // peak_from[k]: the most held after op k or any later op (0 past the last).
+        std::vector<double> peak_from(held.size(), 0.0);
+        for (std::size_t k = ops.size(); k-- > 0;)
+          peak_from[k] = std::max(held[k + 1], peak_from[k + 1]);
+        peak_from_.push_back(std::move(peak_from));
+      }
+    }
+    // Completes `trial`, which rejoined this run, in place: its schedule gets this run's ops
+    // from where each device stands. Nothing where the span exceeds `bound_ns`, where the
+    // whole run would have stopped too (a device's span plus its work left only grows).
+    std::optional<Score> finish(VGreedy& trial, TimeNs bound_ns) const {
+      if (score_.max_span_ns > bound_ns) return std::nullopt;
+      Score out = score_;
+      out.peak = 0;
+      for (std::size_t d = 0; d < schedule_.device_ops.size(); ++d) {
+        const std::size_t at = trial.placed_on(d);
+        const auto& ops = schedule_.device_ops[d];
+        auto& own = trial.schedule().device_ops[d];
+        own.insert(own.end(), ops.begin() + static_cast<std::ptrdiff_t>(at), ops.end());
+        out.peak = std::max({out.peak, trial.peak_on(d), peak_from_[d][at]});
+      }
+      return out;
+    }
+
+   private:
+    Schedule schedule_;
+    Score score_;
+    std::vector<std::vector<double>> peak_from_;  // per device, per op
   };
 
   // The trials from `begin` on (of `count`) a batch at a time on the cores (oneTBB): make(i)

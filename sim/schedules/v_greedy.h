@@ -36,8 +36,9 @@ struct VGreedyResult {
 
 struct VGreedyOptions {
   bool descend_decisions = true;  // the search's phase 3 (v_shape.h), within its budget
-  // For tests: each trial of phase 3 that resumes from a copy of a run's state also runs from
-  // the start, and a difference throws (LogicError).
+  // For tests: each trial of phase 3 that resumes from a copy of a run's state (and may stop
+  // where it rejoins that run) also runs from the start, and a difference in its schedule,
+  // span, summed span or peak throws (LogicError).
   bool check_resumes = false;
 };
 

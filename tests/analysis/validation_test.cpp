@@ -92,8 +92,8 @@ TEST(ReferenceSets, EveryRowValidWithinItsLimitAndCloseToTheAuthors) {
   EXPECT_GE(zb_v->at_or_below, 0.95 * zb_v->rows);
 
   // A guard against regressions: the bounds sit just above what this version reaches (zb-auto
-  // mean 0.9911, worst 1.0010, 115 rows at or below; zb-v 0.9896 / 1.0016 / 76; V-Half 0.9947 /
-  // 1.0000 / 36; V-Min 0.9837 / 1.0000 / 36) and below what earlier ones did (where the issue
+  // mean 0.9911, worst 1.0010, 115 rows at or below; zb-v 0.9894 / 1.0016 / 77; V-Half 0.9947 /
+  // 1.0000 / 36; V-Min 0.9836 / 1.0000 / 36) and below what earlier ones did (where the issue
   // started: zb-auto 0.998 / 1.035, zb-v 1.067 / 1.113, V-Half 1.043 / 1.167, V-Min 1.120 /
   // 1.288; the steps between are in docs/validation.md and in git's history of this file).
   struct Bound {
@@ -102,7 +102,7 @@ TEST(ReferenceSets, EveryRowValidWithinItsLimitAndCloseToTheAuthors) {
     int at_or_below;
   };
   const Bound bounds[] = {{"zb-auto", 0.9917, 1.001, 115},
-                          {"zb-v", 0.9905, 1.002, 76},
+                          {"zb-v", 0.9900, 1.002, 77},
                           {"v-half", 0.9955, 1.001, 36},
                           {"v-min", 0.9845, 1.001, 36}};
   for (const Bound& bound : bounds) {
