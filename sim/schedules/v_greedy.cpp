@@ -803,8 +803,8 @@ class VSearch {
   // of the run's state taken before the forced decision (kSnapshots per run): forcing a late
   // decision costs only the ops after it; a forced W where none is pending is not tried. A
   // trial whose state equals one of the base run's copies again stops there and takes the
-  // base run's rest (VGreedy::Rejoin, BaseRun): 60% of the trials at p = 16, m = 55, a third
-  // of the ops per trial, so that the budget reaches the later devices.
+  // base run's rest (VGreedy::Rejoin, BaseRun): 60% of the trials at p = 16, m = 55, 1,080
+  // ops per trial instead of 2,870, so that the budget reaches the later devices.
   // Where memory binds (zb-v's default limit on large pipelines) the rules hold W's back too
   // long: most forced decisions kept are a W where the rules ran an F or B, and zb-v gained 3
   // reference rows (docs/validation.md). The other stage's F: zb-v 74 -> 75 rows (p = 16,
