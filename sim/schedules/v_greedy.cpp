@@ -612,9 +612,11 @@ class VSearch {
   static constexpr std::size_t kSlopedStarts = 2;
   // Phase 3's budget: kDecisionOps up to runs of kDecisionFullOps ops, then falling with the
   // fourth power of the size (p = 32, m = 92: 1M ops; none from p = 32, m = 200 on, where it
-  // pays for less than two runs); copies of the state kept per run.
+  // pays for less than two runs); its second scan (the last decisions first) gets what the
+  // first leaves and 1 / kLastFirstShare of the budget more; copies of the state kept per run.
   static constexpr std::size_t kDecisionOps = 10'000'000;
   static constexpr double kDecisionFullOps = 10'000;
+  static constexpr std::size_t kLastFirstShare = 4;
   static constexpr std::size_t kSnapshots = 32;  // ... and of its runs with sloped caps, after
   static constexpr int kMaxFit = 1 << 20;          // chunk0_fit_ when everything fits
   // The scales of the idle allowance (idle_allowance()) that the best choices of phase 1 are
@@ -805,14 +807,22 @@ class VSearch {
   // trial whose state equals one of the base run's copies again stops there and takes the
   // base run's rest (VGreedy::Rejoin, BaseRun): 60% of the trials at p = 16, m = 55, 1,080
   // ops per trial instead of 2,870, so that the budget reaches the later devices.
-  // Where memory binds (zb-v's default limit on large pipelines) the rules hold W's back too
-  // long: most forced decisions kept are a W where the rules ran an F or B, and zb-v gained 3
-  // reference rows (docs/validation.md). The other stage's F: zb-v 74 -> 75 rows (p = 16,
-  // m = 41 at the authors' cost exactly), mean 0.9914 -> 0.9912; below 1F1B's memory it made
-  // the raw results shorter too, but the improver, started from them, ended longer on two
-  // V-Half rows (p = 8, m = 27: 1.0021 of the authors' cost against 0.9940), so it is tried
-  // only where the V's chunk-0 queue fits (zb-v's default limit and above).
-  // The search's best before it stays a runner-up.
+  // Two scans, each a descent from the same start (the best run before phase 3): first device
+  // by device from device 0, within the budget; then the last decision of every device first,
+  // back to the first ones, with what the first scan left and a quarter of the budget more.
+  // The second's result replaces the first's only where shorter (not on a tie-break), and the
+  // first's then stays a runner-up (a start for the improver). A descent that keeps the first
+  // change that shortens the run ends where its path leads: either scan alone leaves rows the other
+  // reaches (p = 16, m = 55: the authors' cost exactly only from the last decisions, 0.16% above it
+  // from the first; in that order alone 22 zb-v reference rows ended longer), both give zb-v 78
+  // rows at or below the authors' cost and none more than 0.1% above (docs/validation.md). Where
+  // memory binds (zb-v's default limit on large pipelines) the rules hold W's back too long: most
+  // forced decisions kept are a W where the rules ran an F or B, and zb-v gained 3 reference rows
+  // (docs/validation.md). The other stage's F: zb-v 74 -> 75 rows (p = 16, m = 41 at the authors'
+  // cost exactly), mean 0.9914 -> 0.9912; below 1F1B's memory it made the raw results shorter too,
+  // but the improver, started from them, ended longer on two V-Half rows (p = 8, m = 27: 1.0021 of
+  // the authors' cost against 0.9940), so it is tried only where the V's chunk-0 queue fits (zb-v's
+  // default limit and above). The search's best before it stays a runner-up.
   void descend_decisions() {
     const double falling = std::pow(kDecisionFullOps / static_cast<double>(pass_ops_), 4);
     const auto budget = static_cast<std::size_t>(static_cast<double>(kDecisionOps) *
@@ -826,48 +836,74 @@ class VSearch {
     runners_up.emplace_back(best_schedule_, best_->max_span_ns);
     if (runners_up.size() > kRunnersUp) runners_up.erase(runners_up.begin());
     const Score before = *best_;
-    descend(choices, end);
+    descend(choices, end, Scan::kDeviceMajor, before);
+    const Score first = *best_;
+    Schedule first_schedule = best_schedule_;
+    descend(choices, end + budget / kLastFirstShare, Scan::kLastFirst, before);
+    if (best_->max_span_ns < first.max_span_ns) {
+      if (first.better_than(before)) {
+        runners_up.emplace_back(std::move(first_schedule), first.max_span_ns);
+        if (runners_up.size() > kRunnersUp) runners_up.erase(runners_up.begin());
+      }
+    } else {
+      best_ = first;
+      best_schedule_ = std::move(first_schedule);
+    }
     if (best_->better_than(before)) runners_up_ = std::move(runners_up);
   }
 
-  void descend(const std::vector<Choices>& choices, std::size_t end) {
+  // The order of phase 3's trials over the decisions of a run: device after device from
+  // device 0, each from its first decision; or the last decision of every device first, then
+  // the one before it on every device, and so on.
+  enum class Scan { kDeviceMajor, kLastFirst };
+
+  // One descent of phase 3 from the run of `choices` with nothing forced (`current`: its
+  // score, the best's before phase 3), until `end` in simulated ops.
+  void descend(const std::vector<Choices>& choices, std::size_t end, Scan scan, Score current) {
     Overrides forced(static_cast<std::size_t>(p_),
                      std::vector<signed char>(static_cast<std::size_t>(6 * m_), 0));
-    Score current = *best_;
     const auto codes = static_cast<std::size_t>(below_1f1b_memory_ ? kForceCodes : kForceCodesAll);
-    const std::size_t per_device = forced[0].size() * codes;
-    const std::size_t round = forced.size() * per_device;
+    const std::size_t devices = forced.size(), positions = forced[0].size();
+    const std::size_t round = devices * positions * codes;
     const std::size_t every = std::max<std::size_t>(1, pass_ops_ / kSnapshots);
-    // The run with the decisions forced so far: copies of its state. The trials are chosen
-    // from the best run (best_schedule_: the kinds it ran, the W's pending), which a run of
-    // the same span that is leaner or has less span summed may have replaced since (commit
-    // keeps it; only a shorter one is taken as the new base). Choosing them from the base run
-    // itself instead left 2 zb-v reference rows 0.02-0.07% longer, no other changed.
+    // The run with the decisions forced so far: copies of its state. The first scan chooses
+    // its trials from the best run (best_schedule_: the kinds it ran, the W's pending), which
+    // a run of the same span that is leaner or has less span summed may have replaced since
+    // (commit keeps it; only a shorter one is taken as the new base); choosing them from the
+    // base run itself instead left 2 zb-v reference rows 0.02-0.07% longer, no other changed.
+    // The second scan, whose base is not the best run, chooses them from its base run.
+    const bool from_best = scan == Scan::kDeviceMajor;
     std::vector<VGreedy> snapshots;
     BaseRun base;
+    auto chosen_from = [&]() -> const Schedule& {
+      return from_best ? best_schedule_ : base.schedule();
+    };
     std::vector<std::vector<int>> w_pending;  // per device, per position: W's pending there
     auto keep_snapshots = [&] {
-      w_pending.assign(forced.size(), {});
-      for (std::size_t d = 0; d < forced.size(); ++d) {
-        int pending = 0;
-        for (const Op& op : best_schedule_.device_ops[d]) {
-          w_pending[d].push_back(pending);
-          pending += op.kind == OpKind::B ? 1 : op.kind == OpKind::W ? -1 : 0;
-        }
-      }
       snapshots.clear();
       VGreedy run(p_, m_, costs_, limit_, choices, &forced);
       spent_ += pass_ops_;
       const std::optional<Score> built = run.run(kNever, every, &snapshots);
       BUBBLESIM_CHECK(built.has_value(), "the V greedy's base run of phase 3 failed");
       base = BaseRun(std::move(run.schedule()), *built, costs_);
+      w_pending.assign(forced.size(), {});
+      for (std::size_t d = 0; d < forced.size(); ++d) {
+        int pending = 0;
+        for (const Op& op : chosen_from().device_ops[d]) {
+          w_pending[d].push_back(pending);
+          pending += op.kind == OpKind::B ? 1 : op.kind == OpKind::W ? -1 : 0;
+        }
+      }
     };
-    // Trial `next`: per device, per position, per code (those that change what the run did).
+    // Trial `next`: per device and position in the scan's order, per code (those that change
+    // what the run did).
     auto make = [&](std::size_t next) -> std::optional<DecisionTrial> {
-      const std::size_t d = next / per_device;
-      const std::size_t pos = next % per_device / codes;
       const int code = static_cast<int>(next % codes) + 1;
-      if (forced[d][pos] != 0 || !changes(code, best_schedule_.device_ops[d][pos].kind) ||
+      const std::size_t d =
+          scan == Scan::kDeviceMajor ? next / (positions * codes) : next / codes % devices;
+      const std::size_t pos = scan == Scan::kDeviceMajor ? next / codes % positions
+                                                         : positions - 1 - next / (devices * codes);
+      if (forced[d][pos] != 0 || !changes(code, chosen_from().device_ops[d][pos].kind) ||
           (code == kForceW && w_pending[d][pos] == 0)) {
         return std::nullopt;
       }
@@ -961,6 +997,8 @@ class VSearch {
         peak_from_.push_back(std::move(peak_from));
       }
     }
+    const Schedule& schedule() const { return schedule_; }
+
     // Completes `trial`, which rejoined this run, in place: its schedule gets this run's ops
     // from where each device stands. Nothing where the span exceeds `bound_ns`, where the
     // whole run would have stopped too (a device's span plus its work left only grows).

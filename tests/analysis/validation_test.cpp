@@ -73,9 +73,9 @@ TEST(ReferenceSets, EveryRowValidWithinItsLimitAndCloseToTheAuthors) {
   EXPECT_EQ(families.front().reference_failed, 4);
   EXPECT_EQ(families.front().found_where_reference_failed, 4);
 
-  // zb-auto, V-Half and V-Min meet the issue's bar: at or below the authors' cost on at least
-  // 95% of their rows and within 0.1% of it on every one.
-  for (const char* family : {"zb-auto", "v-half", "v-min"}) {
+  // Every family meets the issue's bar: at or below the authors' cost on at least 95% of its
+  // rows and within 0.1% of it on every one.
+  for (const char* family : {"zb-auto", "zb-v", "v-half", "v-min"}) {
     SCOPED_TRACE(family);
     const auto it = std::find_if(families.begin(), families.end(),
                                  [&](const FamilySummary& s) { return s.family == family; });
@@ -84,15 +84,8 @@ TEST(ReferenceSets, EveryRowValidWithinItsLimitAndCloseToTheAuthors) {
     EXPECT_LE(it->worst_ratio, 1.001);
   }
 
-  // zb-v meets the first half of the bar (at or below on 95% of its rows), not yet the second
-  // (within 0.1% on every one).
-  const auto zb_v = std::find_if(families.begin(), families.end(),
-                                 [](const FamilySummary& s) { return s.family == "zb-v"; });
-  ASSERT_NE(zb_v, families.end());
-  EXPECT_GE(zb_v->at_or_below, 0.95 * zb_v->rows);
-
   // A guard against regressions: the bounds sit just above what this version reaches (zb-auto
-  // mean 0.9911, worst 1.0010, 115 rows at or below; zb-v 0.9894 / 1.0016 / 77; V-Half 0.9947 /
+  // mean 0.9911, worst 1.0010, 115 rows at or below; zb-v 0.9892 / 1.0010 / 78; V-Half 0.9948 /
   // 1.0000 / 36; V-Min 0.9836 / 1.0000 / 36) and below what earlier ones did (where the issue
   // started: zb-auto 0.998 / 1.035, zb-v 1.067 / 1.113, V-Half 1.043 / 1.167, V-Min 1.120 /
   // 1.288; the steps between are in docs/validation.md and in git's history of this file).
@@ -102,7 +95,7 @@ TEST(ReferenceSets, EveryRowValidWithinItsLimitAndCloseToTheAuthors) {
     int at_or_below;
   };
   const Bound bounds[] = {{"zb-auto", 0.9917, 1.001, 115},
-                          {"zb-v", 0.9900, 1.002, 77},
+                          {"zb-v", 0.9898, 1.001, 78},
                           {"v-half", 0.9955, 1.001, 36},
                           {"v-min", 0.9845, 1.001, 36}};
   for (const Bound& bound : bounds) {

@@ -416,10 +416,16 @@ TEST(ControllableMemory, ForcedDecisionsShortenTheGreedyAndResumeExactly) {
         EXPECT_LE(with->max_span_ns, without->max_span_ns);
         shorter += with->max_span_ns < without->max_span_ns;
         ++inputs;
-        // The search's best before phase 3 stays among the runners-up, a start for the improver.
+        // The search's best before phase 3 stays among the runners-up, a start for the improver
+        // (the last, or the one before it where the second scan's result replaced the
+        // first's, which is then the last).
         if (with->max_span_ns < without->max_span_ns) {
-          ASSERT_FALSE(with->runners_up.empty());
-          EXPECT_EQ(with->runners_up.back().first, without->schedule);
+          const auto& starts = with->runners_up;
+          ASSERT_FALSE(starts.empty());
+          EXPECT_TRUE(starts.back().first == without->schedule ||
+                      (starts.size() >= 2 && starts[starts.size() - 2].first == without->schedule &&
+                       starts.back().second > with->max_span_ns &&
+                       starts.back().second < without->max_span_ns));
         }
       }
     }
