@@ -38,10 +38,11 @@
 //        then refined per device by coordinate descent. Then single decisions of the best run
 //        are forced against the rules (a W instead of an F or B, an F or B instead of a W or of
 //        each other, at or above 1F1B's memory the other chunk's F), one device and position at
-//        a time, the later decisions following the
-//        rules again; each that shortens the run is kept (within 10M simulated ops up to
-//        10,000 ops a run, falling with the fourth power of the size: none from p = 32,
-//        m = 200 on).
+//        a time, the later decisions following the rules again; each that shortens the run is
+//        kept (within 10M simulated ops up to 10,000 ops a run, falling with the fourth power
+//        of the size: none from p = 32, m = 200 on); in two scans from the same run, device by
+//        device and then the last decisions first (a quarter of the budget more), the shorter
+//        result kept.
 //        The greedy takes each op's cost to depend on its kind and stage only, not on its
 //        microbatch (generate() checks it against the cost model).
 //        With T_F = T_B = T_W and T_comm = 0 it reaches zero bubble at peak p M_B for
