@@ -807,22 +807,26 @@ class VSearch {
   // trial whose state equals one of the base run's copies again stops there and takes the
   // base run's rest (VGreedy::Rejoin, BaseRun): 60% of the trials at p = 16, m = 55, 1,080
   // ops per trial instead of 2,870, so that the budget reaches the later devices.
-  // Two scans, each a descent from the same start (the best run before phase 3): first device
-  // by device from device 0, within the budget; then the last decision of every device first,
-  // back to the first ones, with what the first scan left and a quarter of the budget more.
-  // The second's result replaces the first's only where shorter (not on a tie-break), and the
-  // first's then stays a runner-up (a start for the improver). A descent that keeps the first
-  // change that shortens the run ends where its path leads: either scan alone leaves rows the other
-  // reaches (p = 16, m = 55: the authors' cost exactly only from the last decisions, 0.16% above it
-  // from the first; in that order alone 22 zb-v reference rows ended longer), both give zb-v 78
-  // rows at or below the authors' cost and none more than 0.1% above (docs/validation.md). Where
-  // memory binds (zb-v's default limit on large pipelines) the rules hold W's back too long: most
-  // forced decisions kept are a W where the rules ran an F or B, and zb-v gained 3 reference rows
-  // (docs/validation.md). The other stage's F: zb-v 74 -> 75 rows (p = 16, m = 41 at the authors'
-  // cost exactly), mean 0.9914 -> 0.9912; below 1F1B's memory it made the raw results shorter too,
-  // but the improver, started from them, ended longer on two V-Half rows (p = 8, m = 27: 1.0021 of
-  // the authors' cost against 0.9940), so it is tried only where the V's chunk-0 queue fits (zb-v's
-  // default limit and above). The search's best before it stays a runner-up.
+  //
+  // Two scans, each a descent from the same start (the best run before phase 3): first
+  // device by device from device 0, within the budget; then the last decision of every device
+  // first, back to the first ones, with what the first scan left and a quarter of the budget
+  // more. The second's result replaces the first's only where shorter (not on a tie-break),
+  // and the first's then stays a runner-up (a start for the improver). A descent that keeps
+  // the first change that shortens the run ends where its path leads: either scan alone
+  // leaves rows the other reaches (p = 16, m = 55: the authors' cost exactly only from the
+  // last decisions, 0.16% above it from the first; in that order alone 22 zb-v reference rows
+  // ended longer); both give zb-v 78 rows at or below the authors' cost and none more than
+  // 0.1% above (docs/validation.md).
+  //
+  // Where memory binds (zb-v's default limit on large pipelines) the rules hold W's back too
+  // long: most forced decisions kept are a W where the rules ran an F or B, and zb-v gained 3
+  // reference rows (docs/validation.md). The other stage's F: zb-v 74 -> 75 rows (p = 16,
+  // m = 41 at the authors' cost exactly), mean 0.9914 -> 0.9912; below 1F1B's memory it made
+  // the raw results shorter too, but the improver, started from them, ended longer on two
+  // V-Half rows (p = 8, m = 27: 1.0021 of the authors' cost against 0.9940), so it is tried
+  // only where the V's chunk-0 queue fits (zb-v's default limit and above).
+  // The search's best before it stays a runner-up.
   void descend_decisions() {
     const double falling = std::pow(kDecisionFullOps / static_cast<double>(pass_ops_), 4);
     const auto budget = static_cast<std::size_t>(static_cast<double>(kDecisionOps) *
