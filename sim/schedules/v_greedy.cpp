@@ -843,15 +843,17 @@ class VSearch {
     descend(choices, end, Scan::kDeviceMajor, before);
     const Score first = *best_;
     Schedule first_schedule = best_schedule_;
+    auto first_runners_up = runners_up_;
     descend(choices, end + budget / kLastFirstShare, Scan::kLastFirst, before);
     if (best_->max_span_ns < first.max_span_ns) {
       if (first.better_than(before)) {
         runners_up.emplace_back(std::move(first_schedule), first.max_span_ns);
         if (runners_up.size() > kRunnersUp) runners_up.erase(runners_up.begin());
       }
-    } else {
+    } else {  // as the first scan left it (commit may have replaced the best on a tie-break)
       best_ = first;
       best_schedule_ = std::move(first_schedule);
+      runners_up_ = std::move(first_runners_up);
     }
     if (best_->better_than(before)) runners_up_ = std::move(runners_up);
   }
