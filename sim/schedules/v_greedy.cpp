@@ -837,8 +837,7 @@ class VSearch {
     // The runners-up stay those of phases 1-2 and their best (diverse starts for the improver,
     // rather than the descent's steps, each one decision from the next).
     auto runners_up = runners_up_;
-    runners_up.emplace_back(best_schedule_, best_->max_span_ns);
-    if (runners_up.size() > kRunnersUp) runners_up.erase(runners_up.begin());
+    add_runner_up(runners_up, best_schedule_, best_->max_span_ns);
     const Score before = *best_;
     descend(choices, end, Scan::kDeviceMajor, before);
     const Score first = *best_;
@@ -846,10 +845,8 @@ class VSearch {
     auto first_runners_up = runners_up_;
     descend(choices, end + budget / kLastFirstShare, Scan::kLastFirst, before);
     if (best_->max_span_ns < first.max_span_ns) {
-      if (first.better_than(before)) {
-        runners_up.emplace_back(std::move(first_schedule), first.max_span_ns);
-        if (runners_up.size() > kRunnersUp) runners_up.erase(runners_up.begin());
-      }
+      if (first.better_than(before))
+        add_runner_up(runners_up, std::move(first_schedule), first.max_span_ns);
     } else {  // as the first scan left it (commit may have replaced the best on a tie-break)
       best_ = first;
       best_schedule_ = std::move(first_schedule);
@@ -1287,14 +1284,18 @@ class VSearch {
     return out;
   }
 
+  // Appends a runner-up, the oldest dropped past kRunnersUp.
+  static void add_runner_up(std::vector<std::pair<Schedule, TimeNs>>& list, Schedule schedule,
+                            TimeNs span_ns) {
+    list.emplace_back(std::move(schedule), span_ns);
+    if (list.size() > kRunnersUp) list.erase(list.begin());
+  }
+
   // Counts the run's ops and keeps its schedule if it is the best.
   std::optional<Score> commit(Run run, const std::vector<Choices>& choices) {
     spent_ += run.placed;
     if (run.built && (!best_ || run.built->better_than(*best_))) {
-      if (best_) {
-        runners_up_.emplace_back(std::move(best_schedule_), best_->max_span_ns);
-        if (runners_up_.size() > kRunnersUp) runners_up_.erase(runners_up_.begin());
-      }
+      if (best_) add_runner_up(runners_up_, std::move(best_schedule_), best_->max_span_ns);
       best_ = run.built;
       if (!best_choices_.empty()) {
         earlier_choices_.push_back(std::move(best_choices_));
